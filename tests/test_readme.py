@@ -1,0 +1,25 @@
+"""The README's first lines are a contract: two commands that work on a fresh machine."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands():
+    head = (ROOT / "README.md").read_text().splitlines()[:8]
+    cmds = [ln.strip().split("  #")[0].strip() for ln in head if ln.startswith("    ")]
+    assert len(cmds) == 2, f"expected two indented commands near the top, found {cmds}"
+    return cmds
+
+
+def test_readme_opens_with_two_commands():
+    main_job, tests = readme_commands()
+    assert main_job.startswith("pip install -e .") and "labkit" in main_job
+    assert tests.startswith("pip install -e") and tests.endswith("pytest")
+
+
+def test_ci_runs_the_readme_test_command():
+    _, tests = readme_commands()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(rf"^{re.escape(tests)}$", ci, re.M), "CI must run the README's test command"
