@@ -1,0 +1,200 @@
+"""How long one step takes: the step-cost model and its first-principles presets.
+
+One step is one call to ``llama_decode``: one batch holding a decode token for
+every generating sequence plus some prompt tokens. The simulator charges
+
+    step time = a + b * prefill_tokens + c * decode_seqs + d * attended
+
+where ``attended`` is the sum, over the sequences in the batch, of their
+context length (KV cells) once this step's tokens are added.
+
+What each term stands for (restaurant version in brackets):
+
+- ``a``, per step: reading every weight once from memory plus a fixed overhead
+  (kernel launches, synchronisation). It does not depend on how many sequences
+  share the step. [The cook walks once through the whole recipe book per round,
+  however many tables order.] This shared cost is *why batching pays*: decode is
+  memory-bound, so eight sequences cost little more than one.
+- ``b``, per prompt token: the matrix multiplications, about 2 x parameters
+  FLOPs per token, at the chip's attainable FLOP rate. Prefill is compute-bound.
+- ``c``, per decoding sequence: the same ~2 x parameters FLOPs for its one
+  token, plus host-side work per sequence (copying logits, sampling).
+- ``d``, per attended token: reading that token's keys and values
+  (KV bytes per token) from memory for attention.
+
+The presets below derive a, b, c, d from spec-sheet numbers. They are
+order-of-magnitude starting points, not measurements: calibrate with
+:func:`labkit.sim.fit` on a step trace from the real engine before trusting any
+absolute time. Assumptions (all overridable through :class:`Hardware`):
+
+- attainable bandwidth = ``bw_eff`` x peak (0.8 on GPUs, 0.7 on CPUs);
+- attainable FLOP rate = ``flops_eff`` x dense FP16 peak (0.4 on GPUs: llama.cpp's
+  quantized kernels rarely reach the tensor-core peak; 0.3 on CPUs);
+- fixed overhead per step = ``overhead_per_layer_s`` x layers (launches scale
+  with layer count; 20 us per layer on discrete GPUs, 10 us on CPUs and Apple);
+- host-side per-sequence cost = ``sample_s_per_vocab`` x vocabulary size
+  (1 ns per vocabulary entry: a pass over the logits);
+- KV cache stored as f16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Step time = a + b * prefill_tokens + c * decode_seqs + d * attended (seconds)."""
+
+    a: float
+    b: float
+    c: float
+    d: float
+    name: str = "custom"
+
+    def __post_init__(self):
+        for k in "abcd":
+            v = getattr(self, k)
+            if not v >= 0:
+                raise ValueError(f"coefficient {k} must be a number >= 0, got {v!r}")
+
+    def step_time(self, prefill_tokens: float = 0, decode_seqs: float = 0, attended: float = 0) -> float:
+        """Seconds for one step with this composition."""
+        return self.a + self.b * prefill_tokens + self.c * decode_seqs + self.d * attended
+
+    def predict(self, steps) -> np.ndarray:
+        """Predicted ``dur_s`` for each row of a step trace (engine's or simulator's)."""
+        return (self.a + self.b * np.asarray(steps["n_prefill_tokens"], dtype=float)
+                + self.c * np.asarray(steps["n_decode"], dtype=float)
+                + self.d * np.asarray(steps["attended"], dtype=float))
+
+    def decode_tok_s(self, n_seqs: int = 1, context: int = 0) -> float:
+        """Total generated tokens/s when ``n_seqs`` sequences of ``context`` cells decode together."""
+        return n_seqs / self.step_time(0, n_seqs, n_seqs * (context + 1))
+
+    def prefill_tok_s(self, n_tokens: int = 512) -> float:
+        """Prompt tokens/s for one prompt of ``n_tokens`` processed in a single step."""
+        return n_tokens / self.step_time(n_tokens, 0, n_tokens)
+
+    def scaled(self, factor: float) -> "StepCost":
+        """Every coefficient times ``factor`` (a slower or faster machine of the same shape)."""
+        return replace(self, a=self.a * factor, b=self.b * factor, c=self.c * factor,
+                       d=self.d * factor, name=f"{self.name} x{factor:g}")
+
+    def as_dict(self) -> dict:
+        return {"a": self.a, "b": self.b, "c": self.c, "d": self.d}
+
+    def __str__(self):
+        return (f"{self.name}: a={self.a * 1e3:.3g} ms/step, b={self.b * 1e6:.3g} us/prompt tok, "
+                f"c={self.c * 1e6:.3g} us/seq, d={self.d * 1e9:.3g} ns/attended tok")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Spec-sheet numbers for one accelerator (or CPU) and how much of them llama.cpp gets."""
+
+    name: str
+    mem_bw: float                 # bytes/s, peak
+    flops: float                  # FLOP/s, dense FP16 (CPU: FP32 SIMD) peak
+    bw_eff: float = 0.8
+    flops_eff: float = 0.4
+    overhead_per_layer_s: float = 20e-6
+    sample_s_per_vocab: float = 1e-9
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the cost depends on: parameter count, weight bytes, KV bytes per token."""
+
+    name: str
+    params: float                 # number of parameters
+    weight_bytes: float           # size of the quantized weights (the GGUF file, roughly)
+    n_layer: int
+    kv_bytes_per_token: float     # 2 x n_layer x n_head_kv x head_dim x bytes/value
+    n_vocab: int
+
+
+#: Peak numbers from vendor spec sheets.
+HARDWARE: dict[str, Hardware] = {
+    # H100 SXM: 3.35 TB/s HBM3, 989 TFLOPS dense FP16/BF16 tensor.
+    "h100": Hardware("H100 SXM", 3.35e12, 989e12),
+    # H200: 4.8 TB/s HBM3e, same compute as H100.
+    "h200": Hardware("H200", 4.8e12, 989e12),
+    # A100 80GB SXM: 2.04 TB/s HBM2e, 312 TFLOPS dense FP16 tensor.
+    "a100": Hardware("A100 80GB", 2.039e12, 312e12),
+    # RTX 4090: 1.008 TB/s GDDR6X, 165 TFLOPS FP16 tensor with FP32 accumulate.
+    "rtx4090": Hardware("RTX 4090", 1.008e12, 165e12),
+    # Apple M2 (base): 100 GB/s unified memory, about 3.6 TFLOPS GPU FP32.
+    "m2": Hardware("Apple M2", 100e9, 3.6e12, bw_eff=0.75, flops_eff=0.4,
+                   overhead_per_layer_s=10e-6),
+    # A generic desktop CPU: dual-channel DDR5 (~60 GB/s), 8 cores x 2 FMA x 8 FP32 lanes
+    # x 2 FLOP x 4 GHz ~ 1 TFLOPS.
+    "cpu": Hardware("generic 8-core CPU", 60e9, 1.0e12, bw_eff=0.7, flops_eff=0.3,
+                    overhead_per_layer_s=10e-6),
+}
+
+#: Models. KV bytes per token assume an f16 cache.
+MODELS: dict[str, ModelSpec] = {
+    # Llama-3.1-8B-Instruct Q4_K_M: 8.03e9 params, 4.92 GB file, 32 layers,
+    # 8 KV heads x 128 dims -> 2 x 32 x 8 x 128 x 2 B = 131072 B/token, vocab 128256.
+    "8b-q4": ModelSpec("Llama-3.1-8B Q4_K_M", 8.03e9, 4.92e9, 32, 2 * 32 * 8 * 128 * 2, 128256),
+    # SmolLM2-135M-Instruct Q4_1 (the workbook's embedded model): 134.5e6 params, about
+    # 98 MB file, 30 layers, 3 KV heads x 64 dims -> 23040 B/token, vocab 49152.
+    "smollm2-135m": ModelSpec("SmolLM2-135M Q4_1", 134.5e6, 98e6, 30, 2 * 30 * 3 * 64 * 2, 49152),
+}
+
+
+def derive(hw: Hardware, model: ModelSpec) -> StepCost:
+    """First-principles step cost for ``model`` on ``hw`` (see the module docstring)."""
+    bw = hw.mem_bw * hw.bw_eff
+    flops = hw.flops * hw.flops_eff
+    per_token_compute = 2.0 * model.params / flops
+    return StepCost(
+        a=model.n_layer * hw.overhead_per_layer_s + model.weight_bytes / bw,
+        b=per_token_compute,
+        c=per_token_compute + model.n_vocab * hw.sample_s_per_vocab,
+        d=model.kv_bytes_per_token / bw,
+        name=f"{model.name} on {hw.name}",
+    )
+
+
+def preset(hardware: str = "rtx4090", model: str = "8b-q4") -> StepCost:
+    """A first-principles :class:`StepCost`: ``preset("h100", "8b-q4")``.
+
+    Hardware: ``h100``, ``h200``, ``a100``, ``rtx4090``, ``m2``, ``cpu``.
+    Models: ``8b-q4``, ``smollm2-135m``. Also accepts ``"h100/8b-q4"`` as one string.
+    """
+    if "/" in hardware:
+        hardware, model = hardware.split("/", 1)
+    try:
+        hw = HARDWARE[hardware.lower()]
+    except KeyError:
+        raise ValueError(f"unknown hardware {hardware!r}; choose one of {', '.join(HARDWARE)}") from None
+    try:
+        m = MODELS[model.lower()]
+    except KeyError:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}") from None
+    return derive(hw, m)
+
+
+def presets_table():
+    """All presets as a DataFrame: coefficients and what they imply."""
+    import pandas as pd
+    rows = []
+    for h in HARDWARE:
+        for m in MODELS:
+            c = preset(h, m)
+            rows.append({
+                "hardware": h, "model": m,
+                "a_ms": c.a * 1e3, "b_us": c.b * 1e6, "c_us": c.c * 1e6, "d_ns": c.d * 1e9,
+                "decode_tok_s_1": c.decode_tok_s(1, 512),
+                "decode_tok_s_32": c.decode_tok_s(32, 512),
+                "prefill_tok_s": c.prefill_tok_s(512),
+            })
+    return pd.DataFrame(rows)
+
+
+#: The cost used when a simulation is given none.
+DEFAULT_COST = preset("rtx4090", "8b-q4")
