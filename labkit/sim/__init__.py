@@ -22,6 +22,7 @@ Modules: :mod:`.requests` (Request, length distributions), :mod:`.arrivals`
 The simulator is pure Python + numpy/pandas; it never loads a model.
 """
 
+from . import experiments, plots
 from .arrivals import ClosedLoop, SharedPrefix, burst, closed_loop, from_trace, gamma, offered_load, poisson
 from .cost import HARDWARE, MODELS, Hardware, ModelSpec, StepCost, derive, preset, presets_table
 from .engine import BATCHING, SimConfig, simulate
@@ -39,5 +40,5 @@ __all__ = [
     "Policy", "FIFO", "SJF", "PriorityFirst", "FairShare", "make_policy",
     "KVModel", "SplitKV", "UnifiedKV", "PagedKV",
     "StepCost", "Hardware", "ModelSpec", "HARDWARE", "MODELS", "preset", "derive", "presets_table",
-    "fit", "Fit",
+    "fit", "Fit", "experiments", "plots",
 ]

@@ -42,9 +42,12 @@ STEP_COLUMNS = ["step", "t_start", "t_end", "dur_s", "n_tokens", "n_prefill_toke
 SLOT_COLUMNS = ["step", "t_start", "t_end", "slot", "action", "n_tokens", "request_id"]
 ACTIONS = np.array(["idle", "prefill", "decode"], dtype=object)
 
-#: A request is flagged ``starved`` when it waited in the queue longer than this many
-#: times the median end-to-end latency of the run's served requests.
-STARVATION_FACTOR = 5.0
+#: A request is flagged ``starved`` when its queue wait exceeds this many times the
+#: larger of (the run's median queue wait, the mean time a served request spends in
+#: its slot). Ordinary queueing, where everyone waits about as long, is not flagged;
+#: being passed over again and again (shortest-job-first's long jobs, low
+#: priorities) is. Pass ``starvation_s`` to :meth:`SimResult.by` for a fixed limit.
+STARVATION_FACTOR = 10.0
 
 
 def _pct(x: pd.Series, q: float) -> float:
@@ -81,8 +84,8 @@ class SimResult:
         gaps = (df["generated"] - 1).where(df["generated"] > 1)
         df["tpot"] = (df["finish"] - df["first_token"]) / gaps
         served = df["status"].isin(["ok", "length"])
-        median_e2e = df.loc[served, "e2e"].median() if served.any() else math.nan
-        self.starvation_s = STARVATION_FACTOR * median_e2e
+        service = (df["finish"] - df["admitted"])[served].mean() if served.any() else math.nan
+        self.starvation_s = STARVATION_FACTOR * np.nanmax([df["queue_wait"].median(), service, 0.0])
         df["starved"] = (df["queue_wait"] > self.starvation_s).fillna(False)
         df = df[REQUEST_COLUMNS].sort_values("arrival", kind="stable").reset_index(drop=True)
         return df
@@ -234,9 +237,15 @@ class SimResult:
             "kv_capacity": self.kv_capacity,
         }
 
-    def by(self, key: str = "user") -> pd.DataFrame:
-        """Per ``user`` (or ``priority``, ``prefix_id``...) waits and service, to spot starvation."""
+    def by(self, key: str = "user", starvation_s: float | None = None) -> pd.DataFrame:
+        """Per ``user`` (or ``priority``, ``prefix_id``...) waits and service, to spot starvation.
+
+        ``starved`` counts requests whose queue wait exceeded ``starvation_s``
+        (default: the run's threshold, ``self.starvation_s``).
+        """
         df = self.requests
+        if starvation_s is not None:
+            df = df.assign(starved=(df["queue_wait"] > starvation_s).fillna(False))
         g = df.groupby(key, sort=True)
         out = pd.DataFrame({
             "requests": g.size(),
