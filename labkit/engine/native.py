@@ -172,3 +172,221 @@ class LlamaContext:
 def new_context(model: LlamaModel, **kwargs) -> LlamaContext:
     """Create a context; use it as ``with new_context(model, n_ctx=...) as ctx:``."""
     return LlamaContext(model, **kwargs)
+
+
+class LoggerSink:
+    """A log sink that forwards llama.cpp's lines to a Python logger.
+
+    llama.cpp sometimes emits one line in several pieces, so pieces are joined
+    until a newline arrives. Use it as
+    ``sink = LoggerSink(logging.getLogger("labkit.engine")); add_log_sink(sink)``
+    and ``remove_log_sink(sink)`` when done.
+    """
+
+    def __init__(self, logger, level: int = 10):  # logging.DEBUG
+        self.logger = logger
+        self.level = level
+        self._partial = ""
+
+    def __call__(self, text: str) -> None:
+        text = self._partial + text
+        *lines, self._partial = text.split("\n")
+        for line in lines:
+            if line.strip():
+                self.logger.log(self.level, "%s", line)
+
+
+# ----------------------------------------------------------------------------
+# Text <-> tokens
+# ----------------------------------------------------------------------------
+
+def tokenize(vocab, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+    """llama_tokenize, growing the buffer when the first guess is too small."""
+    data = text.encode("utf-8")
+    n_max = len(data) + 8
+    buf = (llama_cpp.llama_token * n_max)()
+    n = llama_cpp.llama_tokenize(vocab, data, len(data), buf, n_max, add_special, parse_special)
+    if n < 0:
+        n_max = -n
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(vocab, data, len(data), buf, n_max, add_special, parse_special)
+    return list(buf[:n])
+
+
+def detokenize(vocab, tokens: list[int], remove_special: bool = False,
+               unparse_special: bool = False) -> str:
+    """llama_detokenize: the text of a whole token list."""
+    if not tokens:
+        return ""
+    arr = (llama_cpp.llama_token * len(tokens))(*tokens)
+    size = max(64, 8 * len(tokens))
+    for _ in range(2):
+        buf = ctypes.create_string_buffer(size)
+        n = llama_cpp.llama_detokenize(vocab, arr, len(tokens), buf, size,
+                                       remove_special, unparse_special)
+        if n >= 0:
+            return buf.raw[:n].decode("utf-8", errors="replace")
+        size = -n
+    raise RuntimeError("llama_detokenize failed")
+
+
+class PieceTable:
+    """token id -> the bytes llama.cpp renders for it, cached on first use.
+
+    Tokens are byte pieces, not characters: one emoji may span three tokens.
+    Callers join the bytes and decode UTF-8 incrementally (see
+    :class:`labkit.engine.sampling.TextStream`).
+    """
+
+    def __init__(self, vocab, special: bool = False):
+        self.vocab = vocab
+        self.special = special
+        self._cache: dict[int, bytes] = {}
+        self._buf = ctypes.create_string_buffer(256)
+
+    def __getitem__(self, token: int) -> bytes:
+        piece = self._cache.get(token)
+        if piece is None:
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, self._buf, 256, 0, self.special)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, self.special)
+                piece = buf.raw[:n]
+            else:
+                piece = self._buf.raw[:n]
+            self._cache[token] = piece
+        return piece
+
+
+def eog_tokens(vocab) -> list[int]:
+    """Every end-of-generation token of the vocabulary (llama_vocab_is_eog)."""
+    n = llama_cpp.llama_vocab_n_tokens(vocab)
+    return [t for t in range(n) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+
+
+def apply_chat_template(model: LlamaModel, messages: list[dict],
+                        add_generation_prompt: bool = True) -> str:
+    """Format chat messages with the model's own template (llama_chat_apply_template).
+
+    llama.cpp recognises the common templates (ChatML, Llama 3, Gemma, ...) from
+    the template text stored in the GGUF; it does not run arbitrary Jinja.
+    """
+    tmpl = llama_cpp.llama_model_chat_template(model.ptr, None)
+    if not tmpl:
+        raise ValueError("this model has no chat template in its GGUF metadata")
+    keep = [(str(m["role"]).encode(), str(m.get("content") or "").encode()) for m in messages]
+    chat = (llama_cpp.llama_chat_message * len(keep))()
+    for i, (role, content) in enumerate(keep):
+        chat[i].role = role
+        chat[i].content = content
+    size = 2 * sum(len(r) + len(c) for r, c in keep) + 256
+    for _ in range(2):
+        buf = ctypes.create_string_buffer(size)
+        n = llama_cpp.llama_chat_apply_template(tmpl, chat, len(keep), add_generation_prompt, buf, size)
+        if n < 0:
+            raise ValueError("llama.cpp does not support this model's chat template")
+        if n <= size:
+            return buf.raw[:n].decode("utf-8", errors="replace")
+        size = n
+    raise RuntimeError("llama_chat_apply_template kept growing")
+
+
+# ----------------------------------------------------------------------------
+# The batch: one llama_batch, allocated once, refilled every step
+# ----------------------------------------------------------------------------
+
+class Batch:
+    """One ``llama_batch`` of up to ``capacity`` tokens, reused for every step.
+
+    Each entry is (token, position, sequence id, want logits). The token,
+    position and logits columns are also exposed as numpy views so that a
+    prompt chunk is written with a few slice assignments.
+    """
+
+    def __init__(self, capacity: int, n_seq_max: int):
+        import numpy as np
+
+        self.capacity = capacity
+        self.raw = llama_cpp.llama_batch_init(capacity, 0, n_seq_max)
+        self.token = np.ctypeslib.as_array(self.raw.token, shape=(capacity,))
+        self.pos = np.ctypeslib.as_array(self.raw.pos, shape=(capacity,))
+        self.logits = np.ctypeslib.as_array(
+            ctypes.cast(self.raw.logits, ctypes.POINTER(ctypes.c_int8)), shape=(capacity,))
+        n_seq_id = np.ctypeslib.as_array(self.raw.n_seq_id, shape=(capacity,))
+        n_seq_id[:] = 1  # every token belongs to exactly one sequence (its slot)
+        self._seq = [self.raw.seq_id[i] for i in range(capacity)]
+        self.n = 0
+
+    def clear(self) -> None:
+        self.n = 0
+
+    def add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        """Append one token; returns its index in the batch."""
+        i = self.n
+        self.token[i] = token
+        self.pos[i] = pos
+        self._seq[i][0] = seq
+        self.logits[i] = logits
+        self.n = i + 1
+        return i
+
+    def add_chunk(self, tokens, pos0: int, seq: int, logits_last: bool) -> None:
+        """Append a run of one sequence's tokens at positions pos0, pos0+1, ..."""
+        i, n = self.n, len(tokens)
+        self.token[i:i + n] = tokens
+        self.pos[i:i + n] = range(pos0, pos0 + n)
+        self.logits[i:i + n] = 0
+        if logits_last:
+            self.logits[i + n - 1] = 1
+        seq_ptrs = self._seq
+        for k in range(i, i + n):
+            seq_ptrs[k][0] = seq
+        self.n = i + n
+
+    def seq_of(self, i: int) -> int:
+        return self._seq[i][0]
+
+    def view(self, start: int, n: int):
+        """A llama_batch over entries [start, start + n) of this batch, for llama_decode."""
+        if start == 0:
+            self.raw.n_tokens = n
+            return self.raw
+        raw = self.raw
+
+        def shift(ptr, size):
+            return ctypes.cast(ctypes.cast(ptr, ctypes.c_void_p).value + start * size, type(ptr))
+
+        return llama_cpp.llama_batch(
+            n_tokens=n, token=shift(raw.token, 4), embd=None, pos=shift(raw.pos, 4),
+            n_seq_id=shift(raw.n_seq_id, 4),
+            seq_id=shift(raw.seq_id, ctypes.sizeof(ctypes.c_void_p)),
+            logits=shift(raw.logits, 1))
+
+    def compact(self, start: int, drop_seq: int) -> list[int]:
+        """Remove the entries of ``drop_seq`` from index ``start`` on, keeping order.
+
+        Returns ``new_index`` with new_index[i - start] the new place of old entry i
+        (-1 where dropped). Used only when a sequence must be failed mid-batch.
+        """
+        mapping, w = [], start
+        for i in range(start, self.n):
+            seq = self._seq[i][0]
+            if seq == drop_seq:
+                mapping.append(-1)
+                continue
+            if w != i:
+                self.token[w] = self.token[i]
+                self.pos[w] = self.pos[i]
+                self.logits[w] = self.logits[i]
+                self._seq[w][0] = seq
+            mapping.append(w)
+            w += 1
+        self.n = w
+        return mapping
+
+    def close(self) -> None:
+        if self.raw is not None:
+            self.raw.n_tokens = 0
+            llama_cpp.llama_batch_free(self.raw)
+            self.raw = None
+            self._seq = []

@@ -1,0 +1,544 @@
+"""The slot engine: one llama context, one thread, one llama_decode per step.
+
+This is continuous batching in about one screen of code. The engine thread
+repeats :meth:`Engine._step`:
+
+1. **Admit.** Waiting requests take free slots, first come first served. With
+   prompt caching a request goes to the free slot that already holds the
+   longest piece of its prompt, and only the rest is computed.
+2. **Build one batch.** A decode token for every generating slot, then prompt
+   chunks of the slots still reading their prompts, up to ``n_batch`` tokens
+   (chunked prefill). Logits are requested only where a token will be sampled.
+3. **Decode once.** One ``llama_decode`` runs the model over the whole batch;
+   every slot advances together.
+4. **Sample and stream.** Each slot with fresh logits samples its next token
+   with its own sampler chain; text goes out to the client at once. A slot
+   that is done (end-of-generation, stop string, max_tokens, slot full) frees
+   its seat for the next waiting request *at the next step*, not at the end
+   of some batch: that is the "continuous" in continuous batching.
+
+Every llama_decode is recorded in :attr:`Engine.trace` (see :mod:`.trace`).
+
+The KV pool can run out when slots share one (unified) cache. Then
+llama_decode returns 1 and the engine does what llama-server does: drop the
+cache of an idle slot if there is one, else retry with half the batch, and
+when even one token cannot be placed, fail the request that token belongs to
+(an error event) and carry on with the others. ``EngineConfig(reserve=True)``
+prevents this by admitting a request only when its worst case fits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+
+import llama_cpp
+
+from .. import kv
+from .config import EngineConfig
+from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
+                     add_log_sink, apply_chat_template, detokenize, eog_tokens,
+                     remove_log_sink, tokenize)
+from .request import (ContextExceeded, FinalEvent, QueueFull, Request, RequestHandle,
+                      TokenEvent)
+from .sampling import Sampler, SamplingParams, StopMatcher, TextStream
+from .scheduler import (choose_slot, plan_step, reservation, reserve_room, reused_prefix)
+from .slot import GENERATING, PREFILL, Slot
+from .trace import Metrics, Trace
+
+log = logging.getLogger("labkit.engine")
+
+
+class Engine:
+    """A llama.cpp slot server without the HTTP: submit token prompts, stream tokens back.
+
+    >>> from labkit.models import default_model_path
+    >>> with Engine(EngineConfig(default_model_path(), n_ctx=2048, n_slots=2)) as eng:
+    ...     h = eng.submit(eng.tokenize("Hello"), SamplingParams(max_tokens=4, temperature=0))
+    ...     h.result().usage["completion_tokens"]
+    4
+    """
+
+    def __init__(self, config: EngineConfig):
+        self.config = cfg = config
+        n_slots, unified = cfg.slots, cfg.unified
+        if cfg.n_batch < n_slots:
+            raise ValueError(f"n_batch ({cfg.n_batch}) must hold one token per slot ({n_slots})")
+
+        load_log = LogCapture()
+        add_log_sink(load_log.lines.append)
+        try:
+            self.model = LlamaModel(cfg.model_path, cfg.n_gpu_layers)
+            try:
+                self.ctx = LlamaContext(
+                    self.model, n_ctx=cfg.n_ctx, n_seq_max=n_slots, kv_unified=unified,
+                    n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, type_k=cfg.type_k,
+                    type_v=cfg.type_v, flash_attn=cfg.flash_attn, n_threads=cfg.threads)
+            except Exception:
+                self.model.close()
+                raise
+        finally:
+            remove_log_sink(load_log.lines.append)
+            llama_log = logging.getLogger("labkit.engine.llama")
+            for line in load_log.text.splitlines():
+                if line.strip():
+                    llama_log.info("%s", line)
+
+        planned = kv.slot_context(cfg.n_ctx, n_slots, unified, n_ctx_train=self.model.n_ctx_train,
+                                  per_slot=cfg.kv_unified_per_slot)
+        if (planned.n_ctx, planned.n_ctx_seq) != (self.ctx.n_ctx, self.ctx.n_ctx_seq):
+            log.warning("llama.cpp sized the context n_ctx=%d n_ctx_seq=%d, labkit.kv predicted "
+                        "%d/%d; using llama.cpp's", self.ctx.n_ctx, self.ctx.n_ctx_seq,
+                        planned.n_ctx, planned.n_ctx_seq)
+        n_ctx_slot = min(self.ctx.n_ctx_seq, self.model.n_ctx_train or self.ctx.n_ctx_seq,
+                         cfg.kv_unified_per_slot or self.ctx.n_ctx_seq)
+        self.n_ctx_slot = n_ctx_slot
+        self.n_batch = self.ctx.n_batch
+        self.facts = {
+            "n_ctx": self.ctx.n_ctx, "n_ctx_seq": self.ctx.n_ctx_seq, "n_slots": n_slots,
+            "n_ctx_slot": n_ctx_slot, "kv_unified": unified,
+            "n_ctx_train": self.model.n_ctx_train, "n_batch": self.ctx.n_batch,
+            "n_ubatch": self.ctx.n_ubatch, "model_path": cfg.model_path,
+            "type_k": cfg.type_k, "type_v": cfg.type_v, "flash_attn": cfg.flash_attn,
+            "n_threads": cfg.threads, "cont_batching": cfg.cont_batching,
+            "reserve": cfg.reserve, "max_queue": cfg.max_queue,
+        }
+        # The lines llama.cpp and llama-server print at startup, so that the
+        # same log parser reads both servers.
+        log.info("llama_context: n_ctx         = %d", self.ctx.n_ctx)
+        log.info("llama_context: n_ctx_seq     = %d", self.ctx.n_ctx_seq)
+        log.info("srv    load_model: initializing, n_slots = %d, n_ctx_slot = %d, "
+                 "kv_unified = '%s'", n_slots, n_ctx_slot, "true" if unified else "false")
+
+        self._mem = self.ctx.memory
+        self._vocab = self.model.vocab
+        self._pieces = PieceTable(self._vocab)
+        self._eog_list = eog_tokens(self._vocab)
+        self._eog = frozenset(self._eog_list)
+        self._batch = Batch(self.n_batch, n_slots)
+        self._warmup()
+        self._slots = [Slot(i, n_ctx_slot) for i in range(n_slots)]
+        self._prefill_order: list[Slot] = []     # slots reading prompts, by arrival
+        self._waiting: deque = deque()           # (Request, RequestHandle, Sampler)
+        self._cond = threading.Condition()
+        self._closing = False
+        self.trace = Trace(n_slots)
+        self._metrics = Metrics()
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, name="labkit-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public API
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        return tokenize(self._vocab, text, add_special, parse_special)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return detokenize(self._vocab, list(tokens))
+
+    def apply_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
+        """The prompt text for chat ``messages``, in the model's own chat template."""
+        return apply_chat_template(self.model, messages, add_generation_prompt)
+
+    def submit(self, prompt: list[int], params: SamplingParams | None = None,
+               on_event=None) -> RequestHandle:
+        """Queue a request; returns at once with its handle.
+
+        Raises :class:`ContextExceeded` if the prompt cannot fit in a slot
+        (``len(prompt) >= n_ctx_slot``), :class:`QueueFull` if ``max_queue``
+        requests already wait, ``ValueError`` for an empty prompt or a grammar
+        llama.cpp cannot parse.
+        """
+        params = params or SamplingParams()
+        prompt = list(prompt)
+        if not prompt:
+            raise ValueError("the prompt is empty")
+        if len(prompt) >= self.n_ctx_slot:
+            raise ContextExceeded(len(prompt), self.n_ctx_slot)
+        sampler = Sampler(self._vocab, params, self._eog_list)
+        req = Request(prompt, params, on_event, t_submit=self._now())
+        handle = RequestHandle(req)
+        handle._wake = self._wake
+        with self._cond:
+            if self._closing:
+                sampler.close()
+                raise RuntimeError("the engine is closed")
+            max_queue = self.config.max_queue
+            if max_queue is not None:
+                n_free = sum(1 for s in self._slots if not s.busy)
+                if len(self._waiting) - n_free >= max_queue:
+                    sampler.close()
+                    raise QueueFull(len(self._waiting))
+            self._waiting.append((req, handle, sampler))
+            self._cond.notify()
+        return handle
+
+    def metrics(self) -> dict:
+        """llama-server's /metrics values (without the ``llamacpp:`` prefix)."""
+        busy = sum(1 for s in self._slots if s.busy)
+        return self._metrics.snapshot(busy, len(self._waiting))
+
+    def slots(self) -> list[dict]:
+        """One dict per slot, in the spirit of llama-server's /slots."""
+        out = []
+        for s in self._slots:
+            req = s.request
+            out.append({
+                "id": s.id, "n_ctx": s.n_ctx, "is_processing": s.busy, "state": s.state,
+                "id_task": req.id if req is not None else -1,
+                "n_tokens": len(s.tokens),   # tokens held in the KV cache (cached prompt)
+                "n_prompt_tokens": len(req.prompt) if req is not None else 0,
+                "n_cached": s.n_cached, "n_decoded": s.n_decoded,
+                "t_last_used": s.t_last_used,
+            })
+        return out
+
+    def trace_df(self):
+        """One row per llama_decode; see :meth:`labkit.engine.trace.Trace.steps_df`."""
+        return self.trace.steps_df()
+
+    def slot_trace_df(self):
+        """One row per (llama_decode, slot); see :meth:`labkit.engine.trace.Trace.slots_df`."""
+        return self.trace.slots_df()
+
+    def clear_trace(self) -> None:
+        self.trace.clear()
+
+    def close(self) -> None:
+        """Stop the engine thread, end pending requests ('cancelled'), free llama.cpp memory."""
+        with self._cond:
+            if self._closing and self._thread is None:
+                return
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        now = self._now()
+        for req, handle, sampler in self._waiting:
+            sampler.close()
+            self._emit(handle, self._final_for_unstarted(req, "cancelled", "the engine closed"))
+        self._waiting.clear()
+        for s in self._slots:
+            if s.busy:
+                self._finish(s, "cancelled", now, error="the engine closed")
+        self._batch.close()
+        self.ctx.close()
+        self.model.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ the thread
+
+    def _warmup(self) -> None:
+        """Run one throwaway decode, as llama-server does at startup, so that the
+        first request does not pay for paging in the weights and building graphs."""
+        bos = llama_cpp.llama_vocab_bos(self._vocab)
+        tok = bos if bos >= 0 else 0
+        self._batch.clear()
+        for seq in range(self.facts["n_slots"]):
+            self._batch.add(tok, 0, seq, True)
+        llama_cpp.llama_decode(self.ctx.ptr, self._batch.view(0, self._batch.n))
+        llama_cpp.llama_synchronize(self.ctx.ptr)
+        llama_cpp.llama_memory_clear(self._mem, True)
+        self._batch.clear()
+
+    def _now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closing and not self._waiting and not any(
+                        s.busy for s in self._slots):
+                    self._cond.wait()
+                if self._closing:
+                    return
+            try:
+                self._step()
+            except Exception as exc:  # keep serving: fail the requests in flight
+                log.exception("engine step failed")
+                now = self._now()
+                for s in self._slots:
+                    if s.busy:
+                        self._clear_kv(s)
+                        self._finish(s, "error", now, error=f"engine error: {exc}")
+
+    def _step(self) -> None:
+        """One iteration: admit, build one batch, decode it once, sample, stream."""
+        now = self._now()
+        self._drop_cancelled(now)
+        self._admit(now)
+        work = plan_step(self._slots, self._prefill_order, self.n_batch, self.config.cont_batching)
+        if not work:
+            if self._waiting and not any(s.busy for s in self._slots):
+                time.sleep(0.001)  # cannot happen with a sane config; avoid spinning
+            return
+        self._fill_batch(work, now)
+        self._decode(work)
+
+    # ------------------------------------------------------------------ 1. admit
+
+    def _drop_cancelled(self, now: float) -> None:
+        for s in self._slots:
+            if s.busy and s.request.cancelled:
+                self._finish(s, "cancelled", now)
+        if any(r.cancelled for r, _, _ in self._waiting):
+            with self._cond:
+                keep = deque()
+                for item in self._waiting:
+                    if item[0].cancelled:
+                        item[2].close()
+                        self._emit(item[1], self._final_for_unstarted(item[0], "cancelled"))
+                    else:
+                        keep.append(item)
+                self._waiting = keep
+
+    def _admit(self, now: float) -> None:
+        """Move waiting requests into free slots, in arrival order."""
+        reserve = self.config.reserve and self.config.unified
+        while self._waiting:
+            req, handle, sampler = self._waiting[0]
+            slot = choose_slot(self._slots, req.prompt, req.params.cache_prompt)
+            if slot is None:
+                return
+            need = reservation(len(req.prompt), req.params.max_tokens, self.n_ctx_slot)
+            if reserve:
+                ok, purge = reserve_room(self._slots, slot, need, self.ctx.n_ctx)
+                if not ok:
+                    return  # the head of the queue waits; nobody overtakes it
+                for other in purge:
+                    self._clear_kv(other)
+            with self._cond:
+                self._waiting.popleft()
+            self._start(slot, req, handle, sampler, need if reserve else 0)
+
+    def _start(self, slot: Slot, req: Request, handle, sampler, reserved: int) -> None:
+        keep = reused_prefix(slot.tokens, req.prompt, req.params.cache_prompt)
+        if keep < len(slot.tokens):
+            llama_cpp.llama_memory_seq_rm(self._mem, slot.id, keep, -1)
+            del slot.tokens[keep:]
+        slot.request, slot.handle, slot.sampler = req, handle, sampler
+        slot.text = TextStream()
+        slot.stop = StopMatcher(req.params.stop) if req.params.stop else None
+        slot.n_cached = keep
+        slot.reserved = reserved
+        slot.t_start = 0.0
+        slot.state = PREFILL
+        self._prefill_order.append(slot)
+
+    # ------------------------------------------------------------------ 2. build the batch
+
+    def _fill_batch(self, work, now: float) -> None:
+        batch = self._batch
+        batch.clear()
+        for w in work:
+            s = w.slot
+            w.start, w.pos0 = batch.n, len(s.tokens)
+            if w.action == "decode":
+                s.i_batch = batch.add(s.sampled, w.pos0, s.id, True)
+                s.tokens.append(s.sampled)
+            else:
+                if not s.t_start:
+                    s.t_start = now
+                prompt = s.request.prompt
+                chunk = prompt[w.pos0:w.pos0 + w.n]
+                last = w.pos0 + w.n == len(prompt)
+                batch.add_chunk(chunk, w.pos0, s.id, last)
+                s.i_batch = batch.n - 1 if last else -1
+                s.tokens.extend(chunk)
+                s.n_prompt_done += w.n
+
+    # ------------------------------------------------------------------ 3. decode
+
+    def _decode(self, work) -> None:
+        """llama_decode the batch; on a full KV pool retry smaller, then fail one request."""
+        batch, ctx = self._batch, self.ctx.ptr
+        i, n_try = 0, self.n_batch
+        while i < batch.n:
+            m = min(n_try, batch.n - i)
+            t0 = self._now()
+            ret = llama_cpp.llama_decode(ctx, batch.view(i, m))
+            if ret == 0:
+                llama_cpp.llama_synchronize(ctx)
+                t1 = self._now()
+                self._record(work, i, m, t0, t1)
+                self._sample_view(work, i, m)
+                i += m
+                n_try = self.n_batch
+            elif ret == 1:
+                self._metrics.n_decode_failed_total += 1
+                if self._purge_idle_slot():
+                    log.warning("KV cache full: purged an idle slot's cache, retrying")
+                elif m > 1:
+                    n_try = m // 2
+                    log.warning("failed to find free space in the KV cache, retrying with "
+                                "smaller batch size, i = %d, n_batch = %d, ret = %d", i, n_try, ret)
+                else:
+                    work = self._fail_at(work, i)
+            else:
+                err = "Invalid input batch." if ret == -1 else f"Compute error (llama_decode returned {ret})."
+                log.error("%s i = %d, n_batch = %d, ret = %d", err, i, m, ret)
+                now = self._now()
+                for w in work:
+                    if w.slot.busy:
+                        self._clear_kv(w.slot)
+                        self._finish(w.slot, "error", now, error=err)
+                return
+
+    def _purge_idle_slot(self) -> bool:
+        """Free the cache of one idle slot (unified KV only: split stripes are not shared)."""
+        if not self.config.unified:
+            return False
+        for s in self._slots:
+            if not s.busy and s.tokens:
+                log.warning("purging slot %d with %d tokens", s.id, len(s.tokens))
+                self._clear_kv(s)
+                return True
+        return False
+
+    def _fail_at(self, work, i: int):
+        """Even one token at batch index i does not fit: fail the request it belongs to."""
+        slot = self._slots[self._batch.seq_of(i)]
+        log.error("Context size has been exceeded: slot %d fails its request", slot.id)
+        mapping = self._batch.compact(i, slot.id)
+        kept = []
+        for w in work:
+            if w.slot is slot:
+                continue
+            if w.start >= i:
+                w.start = mapping[w.start - i]
+            kept.append(w)
+        for s in self._slots:
+            if s is not slot and s.i_batch >= i:
+                s.i_batch = mapping[s.i_batch - i]
+        self._clear_kv(slot)
+        self._finish(slot, "error", self._now(),
+                     error="Context size has been exceeded (the shared KV cache is full).")
+        work[:] = kept
+        return work
+
+    def _clear_kv(self, slot: Slot) -> None:
+        llama_cpp.llama_memory_seq_rm(self._mem, slot.id, -1, -1)
+        slot.tokens.clear()
+
+    def _record(self, work, i: int, m: int, t0: float, t1: float) -> None:
+        end = i + m
+        n_prefill = n_prefill_seqs = n_decode = attended = 0
+        actions = []
+        for w in work:
+            a, b = max(w.start, i), min(w.start + w.n, end)
+            if a >= b:
+                continue
+            if w.action == "decode":
+                n_decode += 1
+            else:
+                n_prefill += b - a
+                n_prefill_seqs += 1
+            attended += w.pos0 + (b - w.start)
+            actions.append((w.slot.id, w.action, b - a, w.slot.request.id))
+        kv_used = sum(len(s.tokens) for s in self._slots) - (self._batch.n - end)
+        n_busy = sum(1 for s in self._slots if s.busy)
+        self._metrics.on_decode(n_busy)
+        self.trace.add(t0, t1, m, n_prefill, n_prefill_seqs, n_decode, attended, kv_used,
+                       n_busy, tuple(actions))
+
+    # ------------------------------------------------------------------ 4. sample and stream
+
+    def _sample_view(self, work, i: int, m: int) -> None:
+        ctx, end = self.ctx.ptr, i + m
+        for w in work:
+            s = w.slot
+            if i <= s.i_batch < end and s.busy:
+                tok = s.sampler.sample(ctx, s.i_batch - i)
+                s.i_batch = -1
+                self._on_token(s, tok, self._now())
+
+    def _on_token(self, s: Slot, tok: int, now: float) -> None:
+        s.n_decoded += 1
+        s.sampled = tok
+        s.t_last = now
+        if s.n_decoded == 1:  # the prompt is done; this slot now generates
+            s.t_first = now
+            s.state = GENERATING
+            self._prefill_order.remove(s)
+            self._metrics.on_prompt_done(s.n_prompt_done, now - s.t_start)
+        if tok in self._eog:
+            self._finish(s, "stop", now)
+            return
+        text = s.text.push(self._pieces[tok])
+        hit = False
+        if s.stop is not None:
+            text, hit = s.stop.push(text)
+        if text:
+            s.parts.append(text)
+        self._emit(s.handle, TokenEvent(text, tok))
+        params = s.request.params
+        if hit:
+            s.text = None  # nothing after a stop string is ever sent
+            self._finish(s, "stop", now)
+        elif params.max_tokens is not None and s.n_decoded >= params.max_tokens:
+            self._finish(s, "length", now)
+        elif len(s.tokens) + 1 >= s.n_ctx:  # llama-server: no room for the next token
+            self._finish(s, "length", now)
+
+    def _finish(self, s: Slot, reason: str, now: float, error: str | None = None) -> None:
+        """Send the FinalEvent and free the slot (keeping its cache if asked to)."""
+        tail = s.text.flush() if s.text is not None else ""
+        if s.stop is not None:
+            tail, hit = s.stop.push(tail)
+            if not hit:
+                tail += s.stop.flush()
+        if tail:
+            s.parts.append(tail)
+            self._emit(s.handle, TokenEvent(tail, -1))
+        req = s.request
+        prompt_ms = ((s.t_first or now) - (s.t_start or now)) * 1e3
+        predicted_ms = max(1e-3, (s.t_last - s.t_first) * 1e3) if s.n_decoded else 0.0
+        timings = {
+            "cache_n": s.n_cached,
+            "prompt_n": s.n_prompt_done,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / s.n_prompt_done if s.n_prompt_done else 0.0,
+            "prompt_per_second": 1e3 * s.n_prompt_done / prompt_ms if prompt_ms > 0 else 0.0,
+            "predicted_n": s.n_decoded,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / s.n_decoded if s.n_decoded else 0.0,
+            "predicted_per_second": 1e3 * s.n_decoded / predicted_ms if predicted_ms > 0 else 0.0,
+        }
+        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": s.n_decoded,
+                 "total_tokens": len(req.prompt) + s.n_decoded}
+        if reason in ("stop", "length"):
+            self._metrics.on_finished(s.n_decoded, predicted_ms / 1e3)
+        if not req.params.cache_prompt:
+            self._clear_kv(s)
+        if s in self._prefill_order:
+            self._prefill_order.remove(s)
+        handle, text = s.handle, "".join(s.parts)
+        s.release(now)
+        self._emit(handle, FinalEvent(reason, usage, timings, error, text))
+
+    def _final_for_unstarted(self, req: Request, reason: str, error: str | None = None):
+        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": 0,
+                 "total_tokens": len(req.prompt)}
+        timings = {"cache_n": 0, "prompt_n": 0, "prompt_ms": 0.0, "prompt_per_token_ms": 0.0,
+                   "prompt_per_second": 0.0, "predicted_n": 0, "predicted_ms": 0.0,
+                   "predicted_per_token_ms": 0.0, "predicted_per_second": 0.0}
+        return FinalEvent(reason, usage, timings, error, "")
+
+    @staticmethod
+    def _emit(handle, ev) -> None:
+        try:
+            handle._emit(ev)
+        except Exception:  # a client's callback must not stop the engine
+            log.exception("on_event callback failed")

@@ -1,0 +1,123 @@
+"""Scheduling decisions, as pure functions (no llama.cpp here).
+
+Each engine step asks three questions, answered here:
+
+1. *Which free slot gets the next waiting request?* (:func:`choose_slot`)
+   With prompt caching, the free slot whose cached tokens share the longest
+   prefix with the new prompt (so the least work is repeated), provided the
+   shared part is more than ``SLOT_PROMPT_SIMILARITY`` of the prompt;
+   otherwise the least recently used free slot. This is llama-server's rule
+   (``--slot-prompt-similarity``, default 0.1).
+2. *May it start now?* (:func:`reserve_room`, only with ``reserve=True`` on a
+   unified pool) Only if the cells it could ever need fit in what is free.
+3. *What goes into this step's batch?* (:func:`plan_step`) One decode token
+   for every generating slot, then prompt chunks (chunked prefill) until the
+   batch holds ``n_batch`` tokens. Without continuous batching, prompts are
+   only processed when no slot is generating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .slot import GENERATING, PREFILL
+
+SLOT_PROMPT_SIMILARITY = 0.1
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens a and b share."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def choose_slot(slots, prompt: list[int], cache_prompt: bool = True,
+                similarity: float = SLOT_PROMPT_SIMILARITY):
+    """The free slot for ``prompt`` (see the module docstring), or None if all are busy."""
+    free = [s for s in slots if not s.busy]
+    if not free:
+        return None
+    if cache_prompt and prompt:
+        best, best_n = None, 0
+        for s in free:
+            n = common_prefix(s.tokens, prompt)
+            if n > best_n:
+                best, best_n = s, n
+        if best is not None and best_n / len(prompt) > similarity:
+            return best
+    return min(free, key=lambda s: s.t_last_used)
+
+
+def reused_prefix(cached: list[int], prompt: list[int], cache_prompt: bool) -> int:
+    """How many prompt tokens a slot may keep from its cache.
+
+    At least one prompt token is always computed, because the logits of the
+    last prompt token are needed to sample the first new token.
+    """
+    if not cache_prompt:
+        return 0
+    return min(common_prefix(cached, prompt), len(prompt) - 1)
+
+
+def reservation(n_prompt: int, max_tokens: int | None, n_ctx_slot: int) -> int:
+    """KV cells a request may come to occupy: its prompt plus everything it may generate."""
+    if max_tokens is None:
+        return n_ctx_slot
+    return min(n_prompt + max_tokens, n_ctx_slot)
+
+
+def reserve_room(slots, chosen, need: int, n_cells: int):
+    """Can ``chosen`` take a request that needs ``need`` cells of a shared pool of ``n_cells``?
+
+    Busy slots hold their reservations; idle slots hold their cached tokens,
+    which may be dropped (least recently used first) to make room. Returns
+    ``(ok, to_purge)``: whether the request fits, and the idle slots whose
+    caches must be cleared first.
+    """
+    held = sum(s.reserved for s in slots if s.busy)
+    idle = sorted((s for s in slots if not s.busy and s is not chosen and s.tokens),
+                  key=lambda s: s.t_last_used)
+    free = n_cells - held - sum(len(s.tokens) for s in idle)
+    to_purge = []
+    for s in idle:
+        if free >= need:
+            break
+        to_purge.append(s)
+        free += len(s.tokens)
+    return free >= need, to_purge if free >= need else []
+
+
+@dataclass(slots=True)
+class Work:
+    """One slot's share of a batch: 'decode' one token, or 'prefill' n prompt tokens."""
+
+    slot: object
+    action: str
+    n: int
+    start: int = 0   # index of its first token in the batch (set when the batch is filled)
+    pos0: int = 0    # KV position of its first token
+
+
+def plan_step(slots, prefill_order, n_batch: int, cont_batching: bool = True) -> list[Work]:
+    """The batch for one step.
+
+    ``slots`` in slot order (their decode tokens go first); ``prefill_order``:
+    the slots still reading their prompts, in the order their requests arrived.
+    """
+    work = [Work(s, "decode", 1) for s in slots if s.state == GENERATING]
+    if work and not cont_batching:
+        return work
+    room = n_batch - len(work)
+    for s in prefill_order:
+        if room <= 0:
+            break
+        if s.state != PREFILL:
+            continue
+        n = min(room, s.prompt_left())
+        if n > 0:
+            work.append(Work(s, "prefill", n))
+            room -= n
+    return work
