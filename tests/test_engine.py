@@ -1,0 +1,334 @@
+"""The slot engine against the real embedded model on the CPU (no mocks of llama.cpp)."""
+
+import json
+import logging
+import threading
+import time
+
+import pytest
+
+from labkit import kv
+from labkit.engine import (ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull,
+                           SamplingParams, TokenEvent)
+from labkit.engine.trace import SLOT_COLUMNS, STEP_COLUMNS
+
+pytestmark = pytest.mark.slow
+
+GREEDY = dict(temperature=0)
+NAMES = ["Alice", "Bob", "Carol", "Dan", "Eve", "Frank", "Grace", "Heidi", "Ivan", "Judy",
+         "Mallory", "Oscar"]
+JSON_SYSTEM = 'Answer with one JSON object like {"name": "...", "age": 0} and nothing else.'
+
+
+def chat(engine, user, system=None):
+    msgs = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": user}]
+    return engine.tokenize(engine.apply_template(msgs))
+
+
+def long_prompt(engine, n):
+    """Exactly n tokens of filler text."""
+    toks = engine.tokenize("The quick brown fox jumps over the lazy dog. " * (n // 5 + 4))
+    return toks[:n]
+
+
+@pytest.fixture(scope="module")
+def eng(model_path):
+    """4 split slots of 512 tokens each."""
+    with Engine(EngineConfig(model_path, n_ctx=2048, n_slots=4)) as e:
+        yield e
+
+
+@pytest.fixture(scope="module")
+def eng1(model_path):
+    with Engine(EngineConfig(model_path, n_ctx=512, n_slots=1)) as e:
+        yield e
+
+
+def wait_for(cond, timeout=30.0):
+    t = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > t:
+            raise TimeoutError("condition not reached")
+        time.sleep(0.005)
+
+
+# ---------------------------------------------------------------- sizes and startup
+
+@pytest.mark.parametrize("unified", [False, True])
+def test_facts_match_kv_arithmetic_and_llama_cpp(model_path, unified):
+    import llama_cpp
+    for n_slots in (1, 2, 4):
+        with Engine(EngineConfig(model_path, n_ctx=16384, n_slots=n_slots,
+                                 kv_unified=unified)) as e:
+            f = e.facts
+            planned = kv.slot_context(16384, n_slots, unified, n_ctx_train=f["n_ctx_train"])
+            assert f["n_ctx_seq"] == llama_cpp.llama_n_ctx_seq(e.ctx.ptr) == planned.n_ctx_seq
+            assert f["n_ctx"] == planned.n_ctx
+            assert f["n_ctx_slot"] == planned.n_ctx_slot == min(planned.n_ctx_seq, 8192)
+            assert (f["n_slots"], f["kv_unified"]) == (n_slots, unified)
+            if not unified:
+                assert f["n_ctx_seq"] == 16384 // n_slots
+
+
+def test_startup_log_lines(model_path, caplog):
+    caplog.set_level(logging.INFO, logger="labkit.engine")
+    with Engine(EngineConfig(model_path, n_ctx=1024, n_slots="auto", kv_unified_per_slot=512)) as e:
+        assert e.facts["kv_unified"] and e.facts["n_slots"] == 4
+        assert e.facts["n_ctx_slot"] == 512
+    text = caplog.text
+    assert "n_ctx         = 1024" in text and "n_ctx_seq     = 1024" in text
+    assert "initializing, n_slots = 4, n_ctx_slot = 512, kv_unified = 'true'" in text
+    assert "n_ctx_seq" in text and any(r.name == "labkit.engine.llama" for r in caplog.records)
+
+
+def test_close_leaves_no_thread(model_path):
+    e = Engine(EngineConfig(model_path, n_ctx=512))
+    h = e.submit(e.tokenize("Count to one hundred:"), SamplingParams(max_tokens=500, ignore_eos=True))
+    e.close()
+    assert h.result(5).finish_reason == "cancelled"
+    assert not [t for t in threading.enumerate() if t.name == "labkit-engine"]
+    e.close()  # twice is fine
+
+
+# ---------------------------------------------------------------- batching
+
+def test_concurrent_greedy_matches_single_slot(eng, eng1):
+    prompts = [chat(eng, q) for q in ("Name three colors.", "What is 2+2?",
+                                      "Say hello in French.", "List two fruits.")]
+    params = SamplingParams(max_tokens=24, **GREEDY)
+    alone = [eng1.submit(p, params).result().text for p in prompts]
+    handles = [eng.submit(p, params) for p in prompts]
+    together = [h.result().text for h in handles]
+    # On this CPU build a row's logits do not depend on the batch it shares,
+    # so greedy decoding is identical token for token.
+    assert together == alone
+    steps = eng.trace_df()
+    assert steps.n_decode.max() == 4
+
+
+def test_twelve_json_requests_on_four_slots(eng):
+    prompts = [chat(eng, f"{n} is {20 + i} years old.", JSON_SYSTEM) for i, n in enumerate(NAMES)]
+    handles = [eng.submit(p, SamplingParams(max_tokens=60, json_object=True, **GREEDY))
+               for p in prompts]
+    finals = [h.result(120) for h in handles]
+    for n, f in zip(NAMES, finals):
+        assert f.finish_reason == "stop"
+        assert isinstance(json.loads(f.text), dict)
+    assert sum(n in f.text for n, f in zip(NAMES, finals)) >= 10
+    assert max(s["is_processing"] for s in eng.slots()) is False
+
+
+def test_json_schema_constrains_output(eng):
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "age": {"type": "integer"}},
+              "required": ["name", "age"], "additionalProperties": False}
+    f = eng.submit(chat(eng, "Bob is 41 years old.", JSON_SYSTEM),
+                   SamplingParams(max_tokens=60, json_schema=schema, **GREEDY)).result()
+    obj = json.loads(f.text)
+    assert set(obj) == {"name", "age"} and isinstance(obj["age"], int)
+
+
+def _mixed_steps(engine):
+    engine.clear_trace()
+    first = engine.submit(chat(engine, "Write a long story about a dragon."),
+                          SamplingParams(max_tokens=40, ignore_eos=True, **GREEDY))
+    wait_for(lambda: engine.slots()[0]["n_decoded"] >= 3 or any(
+        s["n_decoded"] >= 3 for s in engine.slots()))
+    second = engine.submit(chat(engine, "Now tell me about the sea, please."),
+                           SamplingParams(max_tokens=5, **GREEDY))
+    first.result(), second.result()
+    df = engine.trace_df()
+    return df[(df.n_decode > 0) & (df.n_prefill_tokens > 0)], df
+
+
+def test_continuous_batching_mixes_prefill_and_decode(eng):
+    mixed, df = _mixed_steps(eng)
+    assert len(mixed) >= 1
+    row = mixed.iloc[0]
+    assert row.n_tokens == row.n_decode + row.n_prefill_tokens
+    slots = eng.slot_trace_df()
+    actions = set(slots[slots.step == row.step].action)
+    assert {"decode", "prefill"} <= actions
+
+
+def test_no_cont_batching_never_mixes(model_path):
+    with Engine(EngineConfig(model_path, n_ctx=1024, n_slots=2, cont_batching=False)) as e:
+        mixed, df = _mixed_steps(e)
+        assert len(mixed) == 0
+        assert (df.n_prefill_tokens > 0).sum() >= 2
+
+
+def test_trace_tables(eng):
+    eng.submit(chat(eng, "Hi"), SamplingParams(max_tokens=3, **GREEDY)).result()
+    steps, slots = eng.trace_df(), eng.slot_trace_df()
+    assert list(steps.columns[:len(STEP_COLUMNS)]) == STEP_COLUMNS
+    assert list(slots.columns) == SLOT_COLUMNS
+    assert len(slots) == 4 * len(steps)
+    assert (steps.dur_s > 0).all() and (steps.t_end >= steps.t_start).all()
+    assert (steps.attended >= steps.n_tokens).all()
+    assert set(slots.action) <= {"prefill", "decode", "idle"}
+    eng.clear_trace()
+    assert len(eng.trace_df()) == 0
+
+
+# ---------------------------------------------------------------- limits
+
+def test_context_exceeded_at_submit(eng):
+    n_ctx_slot = eng.facts["n_ctx_slot"]
+    assert n_ctx_slot == 512
+    with pytest.raises(ContextExceeded) as exc:
+        eng.submit(long_prompt(eng, 600), SamplingParams())
+    assert (exc.value.n_prompt_tokens, exc.value.n_ctx) == (600, 512)
+    assert str(exc.value) == ("request (600 tokens) exceeds the available context size "
+                              "(512 tokens), try increasing it")
+    with pytest.raises(ContextExceeded):
+        eng.submit(long_prompt(eng, 512), SamplingParams())  # >=, as llama-server
+    assert eng.metrics()["requests_deferred"] == 0
+
+
+def test_slot_fills_with_finish_reason_length(model_path):
+    with Engine(EngineConfig(model_path, n_ctx=512, n_slots=2)) as e:  # 256 per slot
+        f = e.submit(long_prompt(e, 230), SamplingParams(ignore_eos=True, **GREEDY)).result()
+        assert f.finish_reason == "length"
+        assert f.usage["total_tokens"] == 256
+        assert max(e.trace_df().kv_used) <= 255
+
+
+def test_unified_pool_exhaustion_fails_one_request_and_survives(model_path):
+    cfg = EngineConfig(model_path, n_ctx=256, n_slots=2, kv_unified=True)  # one 256-cell pool
+    with Engine(cfg) as e:
+        params = SamplingParams(ignore_eos=True, **GREEDY)
+        a = e.submit(long_prompt(e, 80), params)
+        b = e.submit(long_prompt(e, 90), params)
+        fa, fb = a.result(60), b.result(60)
+        assert sorted([fa.finish_reason, fb.finish_reason]) == ["error", "length"]
+        failed = fa if fa.finish_reason == "error" else fb
+        assert "exceeded" in failed.error
+        assert e.metrics()["n_decode_failed_total"] >= 1
+        # the engine keeps serving
+        ok = e.submit(e.tokenize("Hello"), SamplingParams(max_tokens=4, **GREEDY)).result(30)
+        assert ok.finish_reason == "length" and ok.usage["completion_tokens"] == 4
+
+
+def test_reserve_admission_avoids_exhaustion(model_path):
+    cfg = EngineConfig(model_path, n_ctx=256, n_slots=2, kv_unified=True, reserve=True)
+    with Engine(cfg) as e:
+        params = SamplingParams(max_tokens=60, ignore_eos=True, **GREEDY)
+        hs = [e.submit(long_prompt(e, 80), params), e.submit(long_prompt(e, 90), params)]
+        finals = [h.result(60) for h in hs]
+        assert [f.finish_reason for f in finals] == ["length", "length"]
+        assert e.metrics()["n_decode_failed_total"] == 0
+        # 140 + 150 cells do not fit in 256 together: the second waited for the first
+        slots = e.slot_trace_df()
+        busy = slots[slots.action != "idle"].groupby("step").slot.nunique()
+        assert busy.max() == 1
+
+
+# ---------------------------------------------------------------- prompt cache
+
+def test_prompt_cache_reuse(eng1):
+    p = chat(eng1, "Tell me a fact about the moon.")
+    params = SamplingParams(max_tokens=4, **GREEDY)
+    eng1.submit(p, params).result()
+    again = eng1.submit(p, params).result()
+    assert again.timings["cache_n"] == len(p) - 1 and again.timings["prompt_n"] == 1
+    longer = eng1.submit(p + eng1.tokenize(" More.", add_special=False), params).result()
+    assert longer.timings["cache_n"] >= len(p) - 1
+    off = eng1.submit(p, SamplingParams(max_tokens=4, cache_prompt=False, **GREEDY)).result()
+    assert off.timings["cache_n"] == 0 and off.timings["prompt_n"] == len(p)
+    assert eng1.slots()[0]["n_tokens"] == 0  # cleared
+    assert again.text == off.text
+
+
+# ---------------------------------------------------------------- control
+
+def test_cancel_frees_the_slot(eng1):
+    h = eng1.submit(chat(eng1, "Count from one to one thousand."),
+                    SamplingParams(max_tokens=400, ignore_eos=True, **GREEDY))
+    wait_for(lambda: eng1.slots()[0]["n_decoded"] >= 2)
+    h.cancel()
+    f = h.result(10)
+    assert f.finish_reason == "cancelled" and 2 <= f.usage["completion_tokens"] < 400
+    wait_for(lambda: not eng1.slots()[0]["is_processing"], 5)
+    assert eng1.submit(chat(eng1, "Hi"), SamplingParams(max_tokens=2)).result(10).finish_reason
+
+
+def test_queue_full(model_path):
+    with Engine(EngineConfig(model_path, n_ctx=512, n_slots=1, max_queue=1)) as e:
+        long = SamplingParams(max_tokens=300, ignore_eos=True)
+        a = e.submit(e.tokenize("One"), long)
+        wait_for(lambda: e.slots()[0]["is_processing"])
+        b = e.submit(e.tokenize("Two"), long)
+        with pytest.raises(QueueFull):
+            e.submit(e.tokenize("Three"), long)
+        assert e.metrics()["requests_deferred"] == 1
+        b.cancel()
+        a.cancel()
+        assert b.result(10).finish_reason == "cancelled"
+        assert a.result(10).finish_reason == "cancelled"
+
+
+# ---------------------------------------------------------------- sampling and streaming
+
+def test_events_stream_the_final_text(eng):
+    h = eng.submit(chat(eng, "Name three animals."), SamplingParams(max_tokens=20, **GREEDY))
+    events = list(h)
+    assert isinstance(events[-1], FinalEvent)
+    tokens = [ev for ev in events[:-1] if isinstance(ev, TokenEvent)]
+    assert "".join(ev.text for ev in tokens) == events[-1].text
+    final = events[-1]
+    assert final.usage["completion_tokens"] == sum(1 for ev in tokens if ev.token >= 0)
+    t = final.timings
+    assert t["prompt_n"] + t["cache_n"] == final.usage["prompt_tokens"]
+    assert t["predicted_n"] == final.usage["completion_tokens"]
+    assert t["prompt_ms"] > 0 and t["predicted_per_second"] > 0
+
+
+def test_on_event_callback(eng):
+    got = []
+    done = threading.Event()
+
+    def on_event(ev):
+        got.append(ev)
+        if isinstance(ev, FinalEvent):
+            done.set()
+
+    h = eng.submit(chat(eng, "Hi"), SamplingParams(max_tokens=5, **GREEDY), on_event=on_event)
+    assert done.wait(30)
+    assert h.result(1) is got[-1]
+
+
+def test_stop_strings(eng):
+    p = chat(eng, "Name three colors.")
+    full = eng.submit(p, SamplingParams(max_tokens=24, **GREEDY)).result().text
+    stop = full[6:9]
+    assert len(stop.strip()) > 0
+    events = list(eng.submit(p, SamplingParams(max_tokens=24, stop=[stop], **GREEDY)))
+    final = events[-1]
+    assert final.finish_reason == "stop"
+    cut = full[:full.find(stop)]
+    assert final.text == cut
+    assert "".join(ev.text for ev in events[:-1]) == cut
+
+
+def test_seeded_sampling_is_reproducible(eng):
+    p = chat(eng, "Write a sentence about rain.")
+    runs = [eng.submit(p, SamplingParams(max_tokens=20, temperature=1.0, seed=1234)).result().text
+            for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
+def test_max_tokens_and_metrics(eng):
+    f = eng.submit(chat(eng, "Tell me a story."), SamplingParams(max_tokens=7, ignore_eos=True,
+                                                                 **GREEDY)).result()
+    assert f.finish_reason == "length" and f.usage["completion_tokens"] == 7
+    m = eng.metrics()
+    for key in ("prompt_tokens_total", "prompt_seconds_total", "tokens_predicted_total",
+                "tokens_predicted_seconds_total", "n_decode_total", "n_busy_slots_per_decode",
+                "requests_processing", "requests_deferred"):
+        assert key in m
+    assert m["tokens_predicted_total"] >= 7 and m["n_decode_total"] > 0
+    s = eng.slots()
+    assert [x["id"] for x in s] == [0, 1, 2, 3]
+    assert all(x["n_ctx"] == 512 and x["id_task"] == -1 for x in s)
