@@ -1,0 +1,313 @@
+"""Start and stop servers for measurements: one config object in, a running server out.
+
+    from labkit.launch import ServerConfig, launch
+    with launch(ServerConfig(n_ctx=16384, n_slots=4, kv_unified=False)) as srv:
+        print(srv.base_url, srv.facts)          # facts parsed from the startup log
+        print(srv.props()["total_slots"])
+
+Four kinds of server, all started the same way, as a subprocess on a free loopback port:
+
+- ``labkit``: labkit's own continuous-batching slot server (``python -m labkit.server``);
+- ``xllamacpp``: llama.cpp's real llama-server from the ``xllamacpp`` wheel (the reference);
+- ``llama-server``: an external llama-server binary (``binary=`` path, or found on PATH);
+- ``llama_cpp.server``: llama-cpp-python's bundled server, which answers one request at a
+  time (the serial baseline).
+
+The server's output goes to a log file, never into a notebook cell. The process and its
+children are stopped when the ``with`` block ends, on error, at interpreter exit (which
+includes a Jupyter kernel shutting down), and, on Linux, when the parent dies abruptly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import httpx
+
+from .models import resolve_model
+
+KINDS = ("labkit", "xllamacpp", "llama-server", "llama_cpp.server")
+
+
+class ServerFailedToStart(RuntimeError):
+    """The server exited or did not become healthy in time. The message ends with its log tail."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything that defines a server run. Field names follow labkit's engine;
+    :meth:`args` turns them into llama-server's flags."""
+
+    kind: str = "labkit"
+    model: str | None = None            # None: $LABKIT_MODEL or the embedded model
+    n_ctx: int = 4096
+    n_slots: int | str = 1              # "auto": 4 slots with unified KV, as llama-server
+    kv_unified: bool | None = None      # None: llama-server's rule (unified only with auto)
+    kv_unified_per_slot: int | None = None
+    n_batch: int = 2048
+    n_ubatch: int = 512
+    type_k: str = "f16"
+    type_v: str = "f16"
+    flash_attn: str = "auto"
+    n_gpu_layers: int | str = 0
+    n_threads: int | None = None
+    cont_batching: bool = True
+    max_queue: int | None = None
+    reserve: bool = False
+    alias: str = "local"
+    binary: str | None = None           # for kind="llama-server"
+    extra_args: tuple[str, ...] = ()
+    log_dir: str | None = None          # default: a fresh temporary folder
+    startup_timeout_s: float = 180.0
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown server kind {self.kind!r}; choose one of {', '.join(KINDS)}")
+
+    @property
+    def label(self) -> str:
+        kv = {None: "default", True: "unified", False: "split"}[self.kv_unified]
+        return f"{self.kind}-c{self.n_ctx}-np{self.n_slots}-{kv}"
+
+    def with_(self, **changes) -> "ServerConfig":
+        return replace(self, **changes)
+
+    def args(self, model_path: str, port: int) -> list[str]:
+        """The command-line flags, in llama-server's names."""
+        if self.kind == "llama_cpp.server":
+            a = ["--model", model_path, "--host", "127.0.0.1", "--port", str(port),
+                 "--n_ctx", str(self.n_ctx), "--n_gpu_layers", str(self.n_gpu_layers),
+                 "--n_batch", str(self.n_batch), "--model_alias", self.alias]
+            if self.n_threads:
+                a += ["--n_threads", str(self.n_threads)]
+            return a + list(self.extra_args)
+        a = ["-m", model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
+             "-c", str(self.n_ctx), "-np", str(self.n_slots),
+             "-b", str(self.n_batch), "-ub", str(self.n_ubatch),
+             "-ctk", self.type_k, "-ctv", self.type_v, "-fa", self.flash_attn,
+             "-ngl", str(self.n_gpu_layers), "--metrics", "--slots"]
+        if self.kv_unified is not None:
+            a.append("--kv-unified" if self.kv_unified else "--no-kv-unified")
+        if self.kv_unified_per_slot is not None:
+            a += ["--kv-unified-per-slot", str(self.kv_unified_per_slot)]
+        if self.n_threads:
+            a += ["-t", str(self.n_threads)]
+        if not self.cont_batching:
+            a.append("--no-cont-batching")
+        if self.kind == "labkit":
+            if self.max_queue is not None:
+                a += ["--max-queue", str(self.max_queue)]
+            if self.reserve:
+                a.append("--reserve")
+        if self.kind == "llama-server":
+            a += ["--no-context-shift", "--fit", "off"]
+        return a + list(self.extra_args)
+
+    @property
+    def health_path(self) -> str:
+        """llama-cpp-python's server has no /health; its model list answers once it is ready."""
+        return "/v1/models" if self.kind == "llama_cpp.server" else "/health"
+
+    def command(self, model_path: str, port: int) -> list[str]:
+        if self.kind == "labkit":
+            head = [sys.executable, "-m", "labkit.server"]
+        elif self.kind == "xllamacpp":
+            head = [sys.executable, "-m", "labkit.server.reference"]
+        elif self.kind == "llama_cpp.server":
+            head = [sys.executable, "-m", "llama_cpp.server"]
+        else:
+            binary = self.binary or shutil.which("llama-server")
+            if not binary:
+                raise FileNotFoundError(
+                    "no llama-server binary: pass ServerConfig(binary=PATH) or put it on PATH")
+            head = [binary]
+        return head + self.args(model_path, port)
+
+
+# Startup facts, read from the log the way the seed tutorial reads them by eye.
+_FACTS = {
+    "n_ctx": re.compile(r"\bn_ctx\s*=\s*(\d+)"),
+    "n_ctx_seq": re.compile(r"\bn_ctx_seq\s*=\s*(\d+)"),
+}
+_SLOTS_LINE = re.compile(
+    r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(true|false)'")
+
+
+def parse_startup_log(text: str) -> dict:
+    """n_ctx, n_ctx_seq, n_slots, n_ctx_slot and kv_unified from a llama-server style log.
+    Keys whose line is absent are left out."""
+    facts: dict = {}
+    for key, rx in _FACTS.items():
+        found = rx.findall(text)
+        if found:
+            facts[key] = int(found[0])
+    m = _SLOTS_LINE.search(text)
+    if m:
+        facts.update(n_slots=int(m.group(1)), n_ctx_slot=int(m.group(2)),
+                     kv_unified=m.group(3) == "true")
+    return facts
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    """Linux: ask the kernel to SIGTERM the child if this process dies (even by SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+_live: set["RunningServer"] = set()
+_live_lock = threading.Lock()
+
+
+@atexit.register
+def stop_all() -> None:
+    """Stop every server this process started and has not stopped yet."""
+    with _live_lock:
+        servers = list(_live)
+    for s in servers:
+        s.stop()
+
+
+@dataclass(eq=False)
+class RunningServer:
+    config: ServerConfig
+    process: subprocess.Popen
+    port: int
+    log_path: Path
+    model_path: str
+    command: list[str]
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return httpx.get(self.base_url + path, timeout=kw.pop("timeout", 30), **kw)
+
+    def props(self) -> dict:
+        r = self.get("/props")
+        r.raise_for_status()
+        return r.json()
+
+    def slots(self) -> list:
+        r = self.get("/slots")
+        r.raise_for_status()
+        return r.json()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise ServerFailedToStart(
+                    f"{self.config.kind} server exited with code {self.process.returncode} "
+                    f"while starting; log {self.log_path}:\n{self.log_tail()}")
+            try:
+                if self.get(self.config.health_path, timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise ServerFailedToStart(
+            f"{self.config.kind} server not healthy after {timeout_s:.0f} s; "
+            f"log {self.log_path}:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM the server's process group; SIGKILL whatever is left after timeout_s."""
+        with _live_lock:
+            _live.discard(self)
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.process.wait(5)
+        # Children that outlived their parent in the same group.
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def start(config: ServerConfig) -> RunningServer:
+    """Start a server and wait until /health answers 200. Call .stop() when done
+    (or use :func:`launch`, which always does)."""
+    model_path = str(resolve_model(config.model))
+    log_dir = Path(config.log_dir or tempfile.mkdtemp(prefix="labkit-server-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log_path = log_dir / f"{config.label}-{port}.log"
+    cmd = config.command(model_path, port)
+    log = open(log_path, "wb")
+    log.write((" ".join(cmd) + "\n").encode())
+    log.flush()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=_die_with_parent)
+    log.close()
+    server = RunningServer(config, proc, port, log_path, model_path, cmd)
+    with _live_lock:
+        _live.add(server)
+    try:
+        server.wait_healthy(config.startup_timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    server.facts = parse_startup_log(server.log_text())
+    return server
+
+
+@contextmanager
+def launch(config: ServerConfig | None = None, **changes):
+    """``with launch(cfg) as srv:`` starts a server and always stops it."""
+    config = (config or ServerConfig()).with_(**changes) if changes else (config or ServerConfig())
+    server = start(config)
+    try:
+        yield server
+    finally:
+        server.stop()
