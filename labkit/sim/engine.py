@@ -94,7 +94,7 @@ class _Job:
     __slots__ = ("req", "slot", "order", "prompt", "cached", "cached_total", "prefill_left",
                  "cells", "generated", "target", "future_decode", "generating", "base", "end_g",
                  "admitted", "first_token", "preemptions", "hold_start", "span_start",
-                 "kv_own", "kv_shared", "kv_entry", "kv_reserved")
+                 "kv_own", "kv_shared", "kv_entry", "kv_reserved", "arrival_no")
 
     def __init__(self, req: Request, target: int):
         self.req = req
@@ -232,6 +232,7 @@ class _Engine:
         cap = self.kv.max_cells
         target = req.output_tokens if cap == INF else min(req.output_tokens, int(cap) - req.prompt_tokens + 1)
         job = self.jobs[req.id] = _Job(req, target)
+        job.arrival_no = len(self.jobs)
         if why is not None:
             self._record(job, "refused", why, req.arrival)
             self._client_done(req, req.arrival)
@@ -364,8 +365,10 @@ class _Engine:
         attended = self.sum_base + n * (G + 1)             # cells after the first step
         first = a + c * n + d * attended                   # cost of the first step
         beta = d * n                                       # each later step attends n more cells
-        if self.events and self.free and self._gate_could_open():
+        if self.events and self._arrival_matters():
             k = min(k, self._steps_until(first, beta, self.events[0][0] - self.now))
+        if self.hold_admission and self.free and len(self.policy):
+            k = 1                   # admission reopens after this one step (see _kv_full)
         kv = self.kv
         k = kv.decode_room(self.gen, G, min(k, self.max_jump))
         t0 = self.now
@@ -381,9 +384,17 @@ class _Engine:
         self.hold_admission = False
         self._retire()
 
-    def _gate_could_open(self) -> bool:
-        """Could an arrival take a free slot before the running sequences finish?"""
-        return self.batching in ("continuous", "no_cont")
+    def _arrival_matters(self) -> bool:
+        """Must the bulk move stop at the next arrival?
+
+        Yes if the arrival could take a free slot before the running sequences
+        finish, or if the policy's bookkeeping depends on when a request joins the
+        queue (fair share lifts a returning user's counter to the others' counters
+        at that moment).
+        """
+        if self.policy.tracks_service:
+            return True
+        return bool(self.free) and self.batching in ("continuous", "no_cont")
 
     # ----------------------------------------------------------- lifecycle
     def _prefill_done(self, job: _Job):
@@ -450,7 +461,7 @@ class _Engine:
         r = job.req
         self.done.append((r.id, r.user, r.priority, r.arrival, job.admitted, job.first_token, t,
                           job.preemptions, status, reason, r.prompt_tokens, r.output_tokens,
-                          job.generated, job.cached_total, job.slot, r.prefix_id))
+                          job.generated, job.cached_total, job.slot, r.prefix_id, job.arrival_no))
 
 
 def simulate(workload, *, slots: int = 4, batching: str = "continuous", policy="fifo",

@@ -290,7 +290,13 @@ class UnifiedKV(KVModel):
     def decode_room(self, gen_jobs, G, k_max):
         if self.admission == "reserve" or not gen_jobs:
             return k_max
-        return min(k_max, (self._free() + self._reclaimable()) // len(gen_jobs))
+        n = len(gen_jobs)
+        k = self._free() // n
+        if k >= 1:
+            return min(k_max, k)
+        # Kept prefixes are given back only when needed, one step at a time, so a
+        # bulk move and single steps reclaim at the same moment.
+        return 1 if self._free() + self._reclaimable() >= n else 0
 
     def grow(self, gen_jobs, G, k):
         n = len(gen_jobs)
@@ -319,10 +325,16 @@ class UnifiedKV(KVModel):
 
 
 class _Prefix:
-    __slots__ = ("blocks", "refs", "ready", "tick")
+    """A cached prefix: ``blocks`` full blocks, and how many of them each current user shares."""
+
+    __slots__ = ("blocks", "holds", "ready", "tick")
 
     def __init__(self, blocks, tick):
-        self.blocks, self.refs, self.ready, self.tick = blocks, 1, False, tick
+        self.blocks, self.holds, self.ready, self.tick = blocks, [], False, tick
+
+    def spare(self, floor: int = 0) -> int:
+        """Blocks no current user needs (they can be evicted, tail first)."""
+        return self.blocks - max(floor, max(self.holds, default=0))
 
 
 class PagedKV(KVModel):
@@ -331,9 +343,10 @@ class PagedKV(KVModel):
     A sequence holds ceil(cells / block_size) blocks (minus the prefix blocks it
     shares). Prompt blocks are taken at admission; decode takes a new block each
     time a sequence crosses a block boundary. When a block is needed and none is
-    free (after evicting unused cached prefixes, least recently used first), the
-    youngest sequence is preempted and later recomputed from scratch (its prompt
-    plus what it had generated), which is vLLM's default "recompute" preemption.
+    free (after evicting cached prefix blocks nobody uses, least recently used
+    prefix first, from its tail), the youngest sequence is preempted and later
+    recomputed from scratch (its prompt plus what it had generated), which is
+    vLLM's default "recompute" preemption.
 
     Args:
         n_blocks: pool size in blocks.
@@ -372,22 +385,31 @@ class PagedKV(KVModel):
     def blocks_used(self):
         return self.n_used
 
+    def cells_used(self):
+        return self.n_used * self.block_size
+
     def refuse_reason(self, req):
         why = super().refuse_reason(req)
         if why is None and -(-req.prompt_tokens // self.block_size) > self.n_blocks:
             why = f"exceeds_kv_pool: prompt needs more than {self.n_blocks} blocks"
         return why
 
-    def _evictable(self, keep=None) -> int:
-        return sum(e.blocks for p, e in self.prefixes.items() if e.refs == 0 and p != keep)
+    def _evictable(self, keep=None, floor: int = 0) -> int:
+        return sum(e.spare(floor if p == keep else 0) for p, e in self.prefixes.items())
 
-    def _evict(self, need: int, keep=None) -> None:
-        """Drop unused cached prefixes, least recently used first, until ``need`` blocks are free."""
-        for p in sorted((p for p, e in self.prefixes.items() if e.refs == 0 and p != keep),
-                        key=lambda p: self.prefixes[p].tick):
-            if self.n_blocks - self.n_used >= need:
+    def _evict(self, need: int, keep=None, floor: int = 0) -> None:
+        """Trim cached prefix blocks nobody uses, least recently used first, until ``need`` are free."""
+        for p in sorted(self.prefixes, key=lambda p: self.prefixes[p].tick):
+            short = need - (self.n_blocks - self.n_used)
+            if short <= 0:
                 return
-            self.n_used -= self.prefixes.pop(p).blocks
+            e = self.prefixes[p]
+            take = min(e.spare(floor if p == keep else 0), short)
+            if take > 0:
+                e.blocks -= take
+                self.n_used -= take
+                if e.blocks == 0:
+                    del self.prefixes[p]
 
     def admit(self, job):
         B = self.block_size
@@ -401,28 +423,27 @@ class PagedKV(KVModel):
                 shared = min(entry.blocks, full)
             elif entry is None and full > 0:
                 create = full
-            else:
-                entry = None                      # being computed by someone else: no sharing
         own = total - shared - create
         need = own + create
-        if need > self.n_blocks - self.n_used + self._evictable(keep=req.prefix_id):
+        keep = req.prefix_id if shared else None       # the blocks we reuse are not evicted
+        if need > self.n_blocks - self.n_used + self._evictable(keep, shared):
             return False
-        self._evict(need, keep=req.prefix_id)
+        self._evict(need, keep, shared)
         self._tick += 1
+        job.kv_entry = None
+        job.cached = 0
         if create:
             entry = self.prefixes[req.prefix_id] = _Prefix(create, self._tick)
             shared = create
-            job.cached = 0
-        elif entry is not None and shared:
-            entry.refs += 1
+            job.kv_entry = req.prefix_id
+        elif shared:
             entry.tick = self._tick
             job.cached = shared * B
-        else:
-            entry = None
-            job.cached = 0
+            job.kv_entry = req.prefix_id
+        if job.kv_entry is not None:
+            entry.holds.append(shared)
         self.n_used += need
         job.kv_own, job.kv_shared = own, shared
-        job.kv_entry = req.prefix_id if entry is not None else None
         return True
 
     def on_prefill(self, job, n):
@@ -439,7 +460,7 @@ class PagedKV(KVModel):
         return sum(-(-(k - s) // B) for s in slacks if k > s)
 
     def decode_room(self, gen_jobs, G, k_max):
-        free = self.n_blocks - self.n_used + self._evictable()
+        free = self.n_blocks - self.n_used
         slacks = [self._slack(j, G) for j in gen_jobs]
         if k_max is INF:
             k_max = max(slacks) + free * self.block_size + 1
@@ -452,7 +473,10 @@ class PagedKV(KVModel):
                 lo = mid
             else:
                 hi = mid
-        return lo
+        if lo >= 1:
+            return lo
+        # Cached prefix blocks are evicted only when needed, one step at a time.
+        return 1 if self._demand(slacks, 1) <= free + self._evictable() else 0
 
     def grow(self, gen_jobs, G, k):
         B = self.block_size
@@ -473,15 +497,13 @@ class PagedKV(KVModel):
         job.kv_own = 0
         if job.kv_entry is not None:
             e = self.prefixes[job.kv_entry]
-            e.refs -= 1
+            e.holds.remove(job.kv_shared)
             self._tick += 1
             e.tick = self._tick
-            if not e.ready and e.refs == 0:
+            if not e.ready and not e.holds:          # its creator left before computing it
                 self.n_used -= self.prefixes.pop(job.kv_entry).blocks
             job.kv_entry = None
-
-    def cells_used(self):
-        return self.n_used * self.block_size
+        job.kv_shared = 0
 
 
 def make_kv(kv) -> KVModel:

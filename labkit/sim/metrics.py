@@ -75,7 +75,8 @@ class SimResult:
     # ------------------------------------------------------------- requests
     def _requests_frame(self, rows) -> pd.DataFrame:
         df = pd.DataFrame(rows, columns=[c for c in REQUEST_COLUMNS if c not in
-                                         ("ttft", "tpot", "e2e", "queue_wait", "starved")])
+                                         ("ttft", "tpot", "e2e", "queue_wait", "starved")]
+                          + ["arrival_no"])
         for c in ("admitted", "first_token", "finish"):
             df[c] = df[c].astype(float)
         df["ttft"] = df["first_token"] - df["arrival"]
@@ -87,7 +88,7 @@ class SimResult:
         service = (df["finish"] - df["admitted"])[served].mean() if served.any() else math.nan
         self.starvation_s = STARVATION_FACTOR * np.nanmax([df["queue_wait"].median(), service, 0.0])
         df["starved"] = (df["queue_wait"] > self.starvation_s).fillna(False)
-        df = df[REQUEST_COLUMNS].sort_values("arrival", kind="stable").reset_index(drop=True)
+        df = df.sort_values("arrival_no")[REQUEST_COLUMNS].reset_index(drop=True)   # arrival order
         return df
 
     # ---------------------------------------------------------------- steps
