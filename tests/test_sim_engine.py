@@ -135,6 +135,18 @@ def test_prefill_interference_can_make_continuous_lose():
     assert cont.e2e.mean() > stat.e2e.mean()
 
 
+def test_waiting_to_batch_can_win_when_steps_are_long():
+    # R1 arrives 14 ms after R0, and a step takes 100 ms. Continuous starts R0 at
+    # once and R1 must wait for that step to end; static waits 14 ms and serves both
+    # in one step.
+    reqs = [R(0, 0.0, 1, 1), R(1, 0.014, 1, 1)]
+    cost = StepCost(0.1, 0.0, 0.0, 0.0)
+    cont = simulate(reqs, slots=2, batching="continuous", cost=cost).requests
+    stat = simulate(reqs, slots=2, batching="static", cost=cost).requests
+    assert list(cont.finish.round(6)) == [0.1, 0.2]
+    assert list(stat.finish.round(6)) == [0.114, 0.114]
+
+
 # ------------------------------------------------------------------ KV models
 
 def test_split_kv_refuses_and_truncates():

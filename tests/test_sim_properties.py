@@ -159,17 +159,15 @@ def test_one_slot_fifo_same_completion_order_in_every_mode(reqs, cost, n_batch):
 @SETTINGS
 @given(outputs=st.lists(st.integers(1, 300), min_size=2, max_size=24),
        prompts=st.lists(st.integers(1, 2000), min_size=24, max_size=24),
-       gaps=st.lists(st.sampled_from([0.0, 0.0, math.sqrt(2) / 100, math.pi / 10, math.sqrt(5)]),
-                     min_size=24, max_size=24),
        slots=st.integers(2, 6), a=st.sampled_from([1e-3, 0.01, 0.1]),
-       n_batch=st.sampled_from([64, 2048]))
-def test_continuous_mean_latency_no_worse_than_static(outputs, prompts, gaps, slots, a, n_batch):
-    # Mixed lengths, any arrival pattern, and a step cost that does not depend on
-    # what is in the batch. (When prompt tokens cost time, a prompt joining a running
-    # batch slows its decoders, and continuous batching can lose on a tiny example:
-    # see test_sim_engine.test_prefill_interference_can_make_continuous_lose.)
-    t = np.cumsum(gaps[:len(outputs)])
-    reqs = [Request(i, float(t[i]), prompts[i], o) for i, o in enumerate(outputs)]
+       n_batch=st.sampled_from([8, 64, 2048]))
+def test_continuous_mean_latency_no_worse_than_static(outputs, prompts, slots, a, n_batch):
+    # Mixed lengths, all waiting at once (the seeds' batch of documents), and a step
+    # cost that does not depend on what is in the batch. Outside these conditions
+    # continuous batching can lose on small examples, for real reasons: see
+    # test_prefill_interference_can_make_continuous_lose and
+    # test_waiting_to_batch_can_win_when_steps_are_long in test_sim_engine.py.
+    reqs = [Request(i, 0.0, prompts[i], o) for i, o in enumerate(outputs)]
     cost = StepCost(a, 0.0, 0.0, 0.0)
     cont = simulate(reqs, slots=slots, batching="continuous", cost=cost, n_batch=n_batch)
     stat = simulate(reqs, slots=slots, batching="static", cost=cost, n_batch=n_batch)

@@ -156,7 +156,8 @@ class _Engine:
             raise ValueError("batch_size must be at least 1")
         self.max_wait = max_wait
         self.max_jump = max_jump or INF
-        self.config = SimConfig(slots, batching, self.policy.name, repr(self.kv), self.cost,
+        self.config = SimConfig(slots, batching, self.policy.name,
+                                "unlimited" if kv is None else repr(self.kv), self.cost,
                                 n_batch, self.batch_size, max_wait, prefix_cache)
 
     # ------------------------------------------------------------------ run
