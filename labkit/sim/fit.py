@@ -7,7 +7,7 @@ finds non-negative a, b, c, d minimising the squared error of
     dur_s ~ a + b * n_prefill_tokens + c * n_decode + d * attended
 
 With only four coefficients, exact non-negative least squares is simple: solve
-the ordinary least-squares problem on every subset of the columns (16 subsets)
+the ordinary least-squares problem on every non-empty subset of the columns (15 of them)
 and keep the best solution whose coefficients are all >= 0. That is the same
 answer an active-set NNLS solver reaches, and each step is easy to follow.
 """
