@@ -17,8 +17,20 @@ def _doctor(argv: list[str]) -> int:
     return doctor.main(p.parse_args(argv))
 
 
+def _serve(argv: list[str]) -> int:
+    from .server.__main__ import main as serve
+    return serve(argv)
+
+
+def _sim(argv: list[str]) -> int:
+    from .sim.cli import main as sim
+    return sim(argv)
+
+
 COMMANDS = {
     "doctor": (_doctor, "is my machine ready? versions, GPU, model, a short generation"),
+    "serve": (_serve, "run the continuous-batching slot server (llama-server's flags)"),
+    "sim": (_sim, "compare batching and scheduling policies in the simulator"),
 }
 
 
