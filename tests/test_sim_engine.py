@@ -360,6 +360,9 @@ def test_steps_schema_matches_the_engine_trace():
     dec = table[table.action == "decode"].groupby("step").size().reindex(res.steps.step, fill_value=0)
     assert (dec.to_numpy() == res.steps.n_decode.to_numpy()).all()
     assert set(table.action) <= {"prefill", "decode", "idle"}
+    window = res.slot_table(steps=(5, 9))
+    pd.testing.assert_frame_equal(window.reset_index(drop=True),
+                                  table[(table.step >= 5) & (table.step <= 9)].reset_index(drop=True))
 
 
 def test_summary_and_time_series():
@@ -444,6 +447,9 @@ def test_plots_return_axes():
     b = simulate(reqs, slots=3, batching="static")
     assert plots.gantt(a).get_yticklabels()[0].get_text() == "slot 0"
     assert plots.gantt(a.slot_table(), x="step", steps=(0, 20)) is not None
+    assert plots.gantt(a, steps=(3, 8)) is not None
+    engine_like = a.slot_table().assign(request_id=lambda t: t.request_id.astype("Int64"))
+    assert plots.gantt(engine_like) is not None
     assert plots.ttft_cdf({"continuous": a, "static": b}) is not None
     assert plots.ttft_cdf([a, b], metric="e2e") is not None
     assert len(plots.queue_and_kv(a)) == 2

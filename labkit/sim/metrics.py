@@ -133,30 +133,34 @@ class SimResult:
             df["kv_blocks"] = df["kv_used"] // self.block_size
         return df
 
-    def slot_table(self, max_rows: int = 2_000_000) -> pd.DataFrame:
+    def slot_table(self, steps: tuple | None = None, max_rows: int = 2_000_000) -> pd.DataFrame:
         """Long form: one row per (step, slot) with action prefill / decode / idle.
 
         ``request_id`` is the request holding the slot (also on idle rows where a
         request holds the slot but did no work that step), or None.
+        ``steps=(first, last)`` builds only that window (inclusive), which keeps
+        big runs cheap.
         """
-        n, m = self.n_steps, self.n_slots
+        lo, hi = (0, self.n_steps - 1) if steps is None else (max(0, steps[0]), min(steps[1], self.n_steps - 1))
+        n, m = max(hi - lo + 1, 0), self.n_slots
         if n * m > max_rows:
-            raise ValueError(f"{n} steps x {m} slots = {n * m} rows; simulate fewer requests "
+            raise ValueError(f"{n} steps x {m} slots = {n * m} rows; pass steps=(first, last) "
                              f"or raise max_rows")
         action = np.zeros((n, m), dtype=np.int8)
         ntok = np.zeros((n, m), dtype=np.int64)
         rid = np.full((n, m), None, dtype=object)
         for slot, r, kind, a, b in self._spans:
-            if kind == "hold":
-                rid[a:b + 1, slot] = r
+            if kind == "hold" and a <= hi and b >= lo:
+                rid[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = r
         for slot, r, kind, a, b in self._spans:
-            if kind == "decode":
-                action[a:b + 1, slot] = 2
-                ntok[a:b + 1, slot] = 1
+            if kind == "decode" and a <= hi and b >= lo:
+                action[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = 2
+                ntok[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = 1
         for step, slot, tokens, r in self._prefill_rows:
-            action[step, slot] = 1
-            ntok[step, slot] = tokens
-        st = self.steps
+            if lo <= step <= hi:
+                action[step - lo, slot] = 1
+                ntok[step - lo, slot] = tokens
+        st = self.steps.iloc[lo:hi + 1]
         return pd.DataFrame({
             "step": np.repeat(st["step"].to_numpy(), m),
             "t_start": np.repeat(st["t_start"].to_numpy(), m),

@@ -56,9 +56,12 @@ def gantt(data, ax=None, *, x: str = "time", steps: tuple | None = None,
         steps: ``(first, last)`` step range to draw (default: all).
         labels: write request ids on the bars (default: when there are few bars).
     """
-    table = data.slot_table() if hasattr(data, "slot_table") else data
-    if steps is not None:
-        table = table[(table["step"] >= steps[0]) & (table["step"] <= steps[1])]
+    if hasattr(data, "slot_table"):
+        table = data.slot_table(steps=steps)
+    else:
+        table = data
+        if steps is not None:
+            table = table[(table["step"] >= steps[0]) & (table["step"] <= steps[1])]
     ax = _axes(ax)
     if table.empty:
         return ax
