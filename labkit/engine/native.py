@@ -32,7 +32,18 @@ _sinks_lock = threading.Lock()
 _installed = False
 
 
+# ggml's log levels. DEBUG lines (thousands per model load: every tensor, every graph
+# input) are dropped; a CONT line continues the previous line and shares its fate.
+GGML_LOG_DEBUG, GGML_LOG_CONT = 1, 5
+_last_level = 0
+
+
 def _route(level, text, _user):
+    global _last_level
+    if level != GGML_LOG_CONT:
+        _last_level = level
+    if _last_level == GGML_LOG_DEBUG:
+        return
     line = text.decode("utf-8", errors="replace") if text else ""
     with _sinks_lock:
         sinks = list(_sinks)
