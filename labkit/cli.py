@@ -27,9 +27,15 @@ def _sim(argv: list[str]) -> int:
     return sim(argv)
 
 
+def _bench(argv: list[str]) -> int:
+    from .bench.cli import main as bench
+    return bench(argv)
+
+
 COMMANDS = {
     "doctor": (_doctor, "is my machine ready? versions, GPU, model, a short generation"),
     "serve": (_serve, "run the continuous-batching slot server (llama-server's flags)"),
+    "bench": (_bench, "measure 1/2/4 slots x split/unified KV and print the worksheet"),
     "sim": (_sim, "compare batching and scheduling policies in the simulator"),
 }
 

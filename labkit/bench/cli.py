@@ -1,0 +1,134 @@
+"""``labkit bench``: measure 1/2/4 slots x split/unified KV on this machine and fill the worksheet.
+
+Examples::
+
+    labkit bench                                     # embedded model, short set, 3 rounds
+    labkit bench --rounds 1 --workload short long    # one round, both sets
+    labkit bench --server xllamacpp                  # the same runs on llama.cpp's llama-server
+    labkit bench --server-cmd ./build/bin/llama-server -ngl 99
+    labkit bench --base-url http://127.0.0.1:8080    # a server you started yourself, as it is
+    labkit bench --rate 2 --burst 3                  # open-loop Poisson arrivals instead
+
+With no options the pool is ``-c 4096`` (the seed tutorial uses 16384): the short set's
+prompts are under 200 tokens, so 4096 cells leave every slot room even at 4 split slots
+(1024 each), and the smaller pool keeps the default run to a few minutes on a 2-core CPU.
+``LABKIT_QUICK=1`` (set by the test suite) shrinks the run further: 1 round, 2 documents,
+1 and 2 split slots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_N_CTX = 4096
+DEFAULT_SLOTS = (1, 2, 4)
+QUICK_DOCS = 2
+
+
+def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFAULT_SLOTS,
+                    kv_modes=("split", "unified"), model: str | None = None,
+                    n_gpu_layers=0, binary: str | None = None, extra_args=(), **kw) -> list:
+    """The default grid: ``slots`` x ``kv_modes`` on one pool of ``n_ctx`` cells."""
+    from ..launch import ServerConfig
+    return [ServerConfig(kind=kind, model=model, n_ctx=n_ctx, n_slots=n,
+                         kv_unified=(m == "unified"), n_gpu_layers=n_gpu_layers,
+                         binary=binary, extra_args=tuple(extra_args), **kw)
+            for m in kv_modes for n in slots]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="labkit bench",
+        description="Measure a server on the 12-document workload: 1/2/4 slots x split/unified "
+                    "KV, a fresh server every round; print the worksheet and write "
+                    "results/<timestamp>/.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--workload", "-w", nargs="+", default=["short"],
+                   help="workload names (short, long, overlong, shared_prefix) or JSON paths")
+    p.add_argument("--rounds", "-r", type=int, default=None, help="rounds (default 3; quick: 1)")
+    p.add_argument("--slots", type=int, nargs="+", default=None, help="slot counts (default 1 2 4)")
+    p.add_argument("--kv", nargs="+", choices=["split", "unified"], default=None,
+                   help="KV modes (default: split unified)")
+    p.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=DEFAULT_N_CTX,
+                   help=f"the KV pool n_ctx (default {DEFAULT_N_CTX})")
+    p.add_argument("--in-flight", type=int, nargs="+", default=None,
+                   help="client concurrency (default: equal to the slot count)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="open loop: Poisson arrivals at this many requests/s")
+    p.add_argument("--burst", type=int, default=1, help="open loop: requests per arrival")
+    p.add_argument("--cache-prompt", action="store_true",
+                   help="let the server reuse cached prompt prefixes (off by default)")
+    p.add_argument("--max-docs", type=int, default=None, help="use the first N documents only")
+    p.add_argument("--ttft-threshold", type=float, default=10.0,
+                   help="your TTFT gate in seconds (default 10)")
+    p.add_argument("--model", "-m", default=None, help="GGUF file (default: the embedded model)")
+    p.add_argument("-ngl", "--gpu-layers", dest="n_gpu_layers", default="0",
+                   help="layers to offload to the GPU (a number or 'all'; default 0)")
+    p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads for the server")
+    srv = p.add_mutually_exclusive_group()
+    srv.add_argument("--server", choices=["labkit", "xllamacpp", "llama_cpp.server"],
+                     default="labkit", help="which server the launcher starts (default labkit)")
+    srv.add_argument("--server-cmd", default=None,
+                     help="a llama-server binary to start instead (llama-server's flags)")
+    srv.add_argument("--base-url", nargs="+", default=None,
+                     help="measure servers already running at these URLs (no restarts)")
+    p.add_argument("--out", default="results", help="parent folder of the results (default results)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .runner import measure, quick_mode
+    from .worksheet import to_markdown
+    quick = quick_mode()
+    rounds = args.rounds or (1 if quick else 3)
+    slots = args.slots or ((1, 2) if quick else DEFAULT_SLOTS)
+    kv_modes = args.kv or (("split",) if quick else ("split", "unified"))
+    max_docs = args.max_docs or (QUICK_DOCS if quick else None)
+    ngl = args.n_gpu_layers if args.n_gpu_layers in ("all", "auto") else int(args.n_gpu_layers)
+    if args.base_url:
+        configs = list(args.base_url)
+    else:
+        kind = "llama-server" if args.server_cmd else args.server
+        if kind == "llama_cpp.server":
+            # One request at a time: the serial baseline has no slots or KV modes to vary.
+            configs = default_configs(kind, args.n_ctx, (1,), ("split",), args.model, ngl,
+                                      n_threads=args.threads)
+        else:
+            configs = default_configs(kind, args.n_ctx, slots, kv_modes, args.model, ngl,
+                                      binary=args.server_cmd, n_threads=args.threads)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) / stamp
+    t0 = time.perf_counter()
+    print(f"labkit bench: {len(configs)} configs x {rounds} round(s) x "
+          f"{', '.join(args.workload)}{' (quick mode)' if quick else ''}; logs in {out}/logs",
+          file=sys.stderr)
+    result = measure(configs, args.workload, rounds, in_flight=args.in_flight, rate=args.rate,
+                     burst=args.burst, cache_prompt=args.cache_prompt,
+                     ttft_threshold_s=args.ttft_threshold, progress=not args.no_progress,
+                     log_dir=str(out / "logs"), max_docs=max_docs)
+    elapsed = time.perf_counter() - t0
+    result.env["bench"] = {"argv": sys.argv[1:] if argv is None else argv, "quick": quick,
+                           "elapsed_s": elapsed}
+    result.save(out)
+    ws = result.worksheet()
+    cols = ["server", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot", "in_flight", "workload",
+            "wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
+            "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
+            "sampled_peak_mib", "verdict"]
+    print(to_markdown(ws[[c for c in cols if c in ws]]))
+    mem = ws["memory"].iloc[0] if len(ws) else ""
+    sha = ws["model_sha256"].iloc[0] if len(ws) else ""
+    print(f"model sha256 {sha}; memory: {mem}; medians of {rounds} round(s); "
+          f"TTFT gate {args.ttft_threshold:g} s")
+    print(f"wrote {out}/ (worksheet.csv, worksheet.md, requests.csv, plots/, environment.json) "
+          f"in {elapsed:.0f} s")
+    return 0 if len(ws) and (ws["errors"] == 0).all() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

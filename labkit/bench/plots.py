@@ -1,0 +1,157 @@
+"""The benchmark's pictures (matplotlib). Each function takes the rows (or the worksheet's
+per-round table, or the memory samples) and returns the Axes it drew on.
+
+- :func:`throughput_vs_slots`: total output tok/s against slots, one line per KV mode
+  (median over rounds; every round as a dot).
+- :func:`ttft_per_request`: each request's time to first visible token, per config.
+- :func:`timeline`: one bar per request: waiting for a client worker, waiting in the server,
+  prefill, generating.
+- :func:`memory_over_time`: the memory sampler's trace, one line per run.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .worksheet import CONFIG_KEYS, run_summary
+
+PHASE_COLORS = {"client wait": "#d9d9d9", "server queue": "#f2c14e", "prefill": "#e6862a",
+                "generating": "#3a76c4"}
+
+
+def _axes(ax, figsize=(7, 4)):
+    if ax is None:
+        import matplotlib.pyplot as plt
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _config_label(r) -> str:
+    return f"{r['kv_mode']} np{r['slots']} if{r['in_flight']} {r['workload']}"
+
+
+def throughput_vs_slots(rows: pd.DataFrame, ax=None):
+    """Output tok/s (completion tokens / wall) against slots, a line per KV mode and workload."""
+    ax = _axes(ax)
+    runs = run_summary(rows)
+    for (kv, wl, server), g in runs.groupby(["kv_mode", "workload", "server"], sort=False):
+        med = g.groupby("slots")["output_tok_s"].median().sort_index()
+        line, = ax.plot(med.index, med.values, marker="o", label=f"{kv} ({wl}, {server})")
+        ax.scatter(g["slots"], g["output_tok_s"], color=line.get_color(), alpha=0.35, s=14)
+    ax.set_xlabel("slots (and requests in flight)")
+    ax.set_ylabel("total output tok/s")
+    ax.set_xticks(sorted(runs["slots"].dropna().unique()))
+    ax.set_ylim(bottom=0)
+    ax.set_title("Throughput vs slots (line: median of rounds; dots: each round)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def ttft_per_request(rows: pd.DataFrame, ax=None, round_: int | None = 0):
+    """Each request's TTFT (send to first visible token), in sending order, a line per config."""
+    ax = _axes(ax)
+    data = rows if round_ is None else rows[rows["round"] == round_]
+    for run_id, g in data.groupby("run_id", sort=False):
+        g = g.sort_values("send_s")
+        ax.plot(range(1, len(g) + 1), g["ttft_s"], marker=".", label=_config_label(g.iloc[0]))
+    ax.set_xlabel("request (in the order sent)")
+    ax.set_ylabel("TTFT (s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Time to first visible token, per request" +
+                 ("" if round_ is None else f" (round {round_ + 1})"))
+    ax.legend(fontsize=8)
+    return ax
+
+
+def phases(g: pd.DataFrame) -> pd.DataFrame:
+    """Start and length of each request's phases, from the client's clock and the server's
+    prompt_ms: prefill is taken to end at the first content chunk."""
+    first = g["first_chunk_s"].fillna(g["end_s"])
+    prefill = (pd.to_numeric(g["prompt_ms"], errors="coerce").fillna(0) / 1e3)
+    prefill_start = (first - prefill).clip(lower=g["send_s"])
+    return pd.DataFrame({
+        "doc_id": g["doc_id"],
+        "client wait": list(zip(g["scheduled_s"], g["send_s"] - g["scheduled_s"])),
+        "server queue": list(zip(g["send_s"], prefill_start - g["send_s"])),
+        "prefill": list(zip(prefill_start, first - prefill_start)),
+        "generating": list(zip(first, g["end_s"] - first)),
+    })
+
+
+def timeline(rows: pd.DataFrame, run_id: str | None = None, ax=None):
+    """One horizontal bar per request of one run (default: the first run)."""
+    run_id = run_id or rows["run_id"].iloc[0]
+    g = rows[rows["run_id"] == run_id].sort_values("index")
+    ax = _axes(ax, figsize=(8, 0.3 * len(g) + 1.2))
+    ph = phases(g)
+    for y, (_, r) in enumerate(ph.iterrows()):
+        for name, color in PHASE_COLORS.items():
+            start, width = r[name]
+            if pd.notna(width) and width > 0:
+                ax.broken_barh([(start, width)], (y - 0.4, 0.8), color=color,
+                               label=name if y == 0 else None)
+    ax.set_yticks(range(len(ph)))
+    ax.set_yticklabels(ph["doc_id"], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from the start of the run")
+    ax.set_title(_config_label(g.iloc[0]), fontsize=9)
+    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=c, label=n)
+               for n, c in PHASE_COLORS.items()]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    return ax
+
+
+def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=None,
+                     kind: str | None = None):
+    """The sampled memory of each run (MiB), from the sampler's start."""
+    ax = _axes(ax)
+    if memory is None or memory.empty:
+        ax.text(0.5, 0.5, "no memory samples", ha="center", transform=ax.transAxes)
+        return ax
+    if kind is None:
+        present = set(memory["kind"])
+        kind = next((k for k in ("gpu_process_used", "gpu_device_used", "rss") if k in present))
+    labels = {}
+    if rows is not None and not rows.empty:
+        labels = {rid: _config_label(g.iloc[0]) + f" r{g.iloc[0]['round'] + 1}"
+                  for rid, g in rows.groupby("run_id", sort=False)}
+    m = memory[memory["kind"] == kind]
+    for run_id, g in m.groupby("run_id", sort=False):
+        per_t = g.groupby("t_s")["bytes"].sum() / 2**20
+        ax.plot(per_t.index, per_t.values, label=labels.get(run_id, run_id), lw=1)
+    ax.set_xlabel("seconds from the start of the run")
+    ax.set_ylabel(f"{kind} (MiB)")
+    ax.set_title(f"Memory over time ({kind}, sampled every 0.2 s)")
+    if m["run_id"].nunique() <= 12:
+        ax.legend(fontsize=7)
+    return ax
+
+
+def all_plots(result) -> dict:
+    """The four standard figures of a :class:`~labkit.bench.runner.BenchResult`, by name."""
+    import matplotlib.pyplot as plt
+    rows = result.rows
+    figs = {}
+    fig, ax = plt.subplots(figsize=(7, 4))
+    throughput_vs_slots(rows, ax)
+    figs["throughput_vs_slots"] = fig
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ttft_per_request(rows, ax)
+    figs["ttft_per_request"] = fig
+    first_round = rows[rows["round"] == rows["round"].min()]
+    run_ids = list(dict.fromkeys(first_round["run_id"]))
+    per_run = max(rows.groupby("run_id").size().max(), 1)
+    fig, axes = plt.subplots(len(run_ids), 1, squeeze=False, sharex=True,
+                             figsize=(8, len(run_ids) * (0.25 * per_run + 1.0)))
+    for rid, ax in zip(run_ids, axes[:, 0]):
+        timeline(rows, rid, ax)
+    fig.tight_layout()
+    figs["timeline"] = fig
+    fig, ax = plt.subplots(figsize=(8, 4))
+    memory_over_time(result.memory, rows, ax)
+    figs["memory_over_time"] = fig
+    return figs
+
+
+__all__ = ["throughput_vs_slots", "ttft_per_request", "timeline", "memory_over_time",
+           "all_plots", "phases", "CONFIG_KEYS"]

@@ -1,0 +1,371 @@
+"""Runs: a server config x a workload x an in-flight count, repeated over rounds.
+
+    from labkit.launch import ServerConfig
+    from labkit import bench
+
+    rows = bench.run_config(ServerConfig(n_ctx=4096, n_slots=2, kv_unified=False),
+                            bench.load_workload("short"), in_flight=2)
+    result = bench.measure([ServerConfig(n_ctx=4096, n_slots=n, kv_unified=u)
+                            for u in (False, True) for n in (1, 2, 4)],
+                           workloads=["short"], rounds=3)
+    result.worksheet(ttft_threshold_s=10)
+
+The recipe every run follows (the seed tutorial's):
+
+1. start the server (labkit's launcher: a subprocess, its log in a file, always stopped);
+2. read back what it really allocated: n_ctx, slots, the per-slot cap n_ctx_slot, KV mode;
+3. send one unscored warm-up request (the prompt's worked example);
+4. start the memory sampler, send the workload, stop the sampler;
+5. grade every answer; keep every row, errors included.
+
+:func:`measure` restarts the server for every round and rotates the order of the configs
+from round to round, so a slow start or a warm machine does not always favour the same one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from .client import RequestSpec, Sampling, poisson_arrivals, send_all, stream_one
+from .grading import grade
+from .memory import MemorySampler, peak
+from .workload import Workload, load_workload
+
+TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+
+
+def quick_mode() -> bool:
+    """True when $LABKIT_QUICK is set to something other than 0 (the test suite sets it)."""
+    return os.environ.get("LABKIT_QUICK", "0") not in ("", "0", "false", "no")
+
+
+@dataclass
+class Target:
+    """What a run talks to: a URL, plus what is known about the server behind it."""
+    base_url: str
+    pid: int | None = None
+    config: object | None = None      # the ServerConfig, when labkit started it
+    facts: dict = field(default_factory=dict)
+    command: list[str] | None = None
+    log_path: str | None = None
+    model_path: str | None = None
+
+
+def _get_json(base_url: str, path: str) -> dict | list | None:
+    import httpx
+    try:
+        r = httpx.get(base_url.rstrip("/") + path, timeout=10)
+        return r.json() if r.status_code == 200 else None
+    except Exception:
+        return None
+
+
+def _server_name(target: Target, props: dict | None) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    kind = getattr(target.config, "kind", None) or "external"
+    pkg = {"labkit": "labkit", "xllamacpp": "xllamacpp",
+           "llama_cpp.server": "llama-cpp-python"}.get(kind)
+    ver = None
+    if pkg:
+        try:
+            ver = version(pkg)
+        except PackageNotFoundError:
+            ver = None
+    if ver is None and props:
+        ver = props.get("build_info")
+    return f"{kind} {ver}" if ver else kind
+
+
+def describe_target(target: Target) -> dict:
+    """The run-level identity of a server: name/version, model hash, KV mode, pool, slots and
+    the per-slot cap, preferring what the server reported (startup log, then /props) over
+    what was asked for."""
+    from ..models import sha256_file
+    props = _get_json(target.base_url, "/props")
+    props = props if isinstance(props, dict) else None
+    f, cfg = target.facts or {}, target.config
+    model_path = target.model_path or (props or {}).get("model_path")
+    sha = "unknown"
+    if model_path and Path(model_path).is_file():
+        sha = sha256_file(model_path)
+    kv = f.get("kv_unified")
+    if kv is None and cfg is not None and getattr(cfg, "kind", "") != "llama_cpp.server":
+        kv = getattr(cfg, "kv_unified", None)
+        if kv is None and getattr(cfg, "n_slots", None) == "auto":
+            kv = True
+    slot_cap = f.get("n_ctx_slot")
+    if slot_cap is None and props:
+        slot_cap = (props.get("default_generation_settings") or {}).get("n_ctx")
+    slots = f.get("n_slots") or (props or {}).get("total_slots")
+    if slots is None and cfg is not None and getattr(cfg, "kind", "") == "llama_cpp.server":
+        slots = 1
+    pool = f.get("n_ctx") or getattr(cfg, "n_ctx", None)
+    return {"server": _server_name(target, props), "model_sha256": sha,
+            "kv_mode": {True: "unified", False: "split", None: "unknown"}[kv],
+            "pool_n_ctx": pool, "slots": slots, "n_ctx_slot": slot_cap,
+            "model_path": model_path}
+
+
+def request_specs(workload: Workload, rate: float | None = None, burst: int = 1,
+                  seed: int = 0) -> list[RequestSpec]:
+    """One spec per document, in order; open loop when ``rate`` is given."""
+    times = poisson_arrivals(len(workload), rate, burst, seed) if rate else [0.0] * len(workload)
+    return [RequestSpec(i, d.id, workload.messages(d), d.answer, t)
+            for i, (d, t) in enumerate(zip(workload.documents, times))]
+
+
+def finish_rows(raw: list[dict]) -> pd.DataFrame:
+    """Flatten timings, derive the per-request durations, grade every answer."""
+    df = pd.DataFrame(raw)
+    for k in TIMING_KEYS:
+        df[k] = [(t or {}).get(k) if isinstance(t, dict) else None for t in df["timings"]]
+    for col in ("send_s", "first_chunk_s", "first_token_s", "end_s", "scheduled_s"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df["client_wait_s"] = df["send_s"] - df["scheduled_s"]
+    df["ttft_s"] = df["first_token_s"] - df["send_s"]
+    df["completion_s"] = df["end_s"] - df["send_s"]
+    return df
+
+
+def grade_rows(df: pd.DataFrame, answers: dict[int, dict | None]) -> pd.DataFrame:
+    grades = [grade(r["answer"], answers.get(r["index"]) or {}, r["error"])
+              if answers.get(r["index"]) is not None else None
+              for _, r in df.iterrows()]
+    df["correct"] = [g.ok if g else None for g in grades]
+    df["grade_reason"] = [g.reason if g else "no answer key" for g in grades]
+    return df
+
+
+def measure_target(target: Target, workload: Workload, in_flight: int | None = None, *,
+                   rate: float | None = None, burst: int = 1, arrival_seed: int = 0,
+                   sampling: Sampling | None = None, warmup: bool = True,
+                   round_: int = 0, sample_memory: bool = True, gpu: bool | None = None,
+                   progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """One run against a server that is already up: (rows, memory samples, run info)."""
+    sampling = sampling or Sampling(max_tokens=workload.prompt.max_tokens,
+                                    response_format=workload.prompt.response_format)
+    ident = describe_target(target)
+    in_flight = in_flight or ident["slots"] or 1
+    load = f"poisson {rate:g}/s" + (f" x{burst}" if burst > 1 else "") if rate else "closed"
+    run_id = (f"{ident['server']}|{ident['kv_mode']}|c{ident['pool_n_ctx']}|"
+              f"np{ident['slots']}|if{in_flight if not rate else '-'}|{load}|{workload.name}|"
+              f"cache{int(sampling.cache_prompt)}|r{round_}")
+    info = {"run_id": run_id, "round": round_, "base_url": target.base_url,
+            "command": target.command, "log_path": target.log_path, "facts": target.facts,
+            **ident}
+    if warmup:
+        import httpx
+        spec = RequestSpec(-1, "warmup", workload.prompt.warmup_messages())
+        with httpx.Client(timeout=600) as c:
+            w = stream_one(c, target.base_url.rstrip("/") + "/v1/chat/completions",
+                           sampling.body(spec.messages), spec, time.perf_counter())
+        info["warmup_error"] = w["error"]
+    specs = request_specs(workload, rate, burst, arrival_seed)
+    if gpu is None:
+        cfg_ngl = getattr(target.config, "n_gpu_layers", None)
+        gpu = cfg_ngl not in (0, "0")
+    sampler = MemorySampler(target.pid, gpu=gpu) if sample_memory else None
+    on_done = (lambda row: progress.update(1)) if progress is not None else None
+    if sampler:
+        sampler.start()
+    try:
+        raw, wall = send_all(target.base_url, specs, sampling, in_flight=in_flight,
+                             open_loop=bool(rate), on_done=on_done)
+    finally:
+        if sampler:
+            sampler.stop()
+    mem = sampler.frame() if sampler else pd.DataFrame(columns=["t_s", "kind", "device", "bytes"])
+    mem["run_id"] = run_id
+    peak_bytes, label = peak(mem, prefer_gpu=gpu)
+    df = grade_rows(finish_rows(raw), {s.index: s.answer for s in specs})
+    run_cols = {"run_id": run_id, "round": round_, **{k: v for k, v in ident.items()
+                                                      if k != "model_path"},
+                "in_flight": in_flight if not rate else None, "load": load,
+                "workload": workload.name, "cache_prompt": sampling.cache_prompt,
+                "wall_s": wall, "peak_memory_bytes": peak_bytes, "memory_label": label}
+    for k, v in reversed(list(run_cols.items())):
+        df.insert(0, k, [v] * len(df))
+    info.update(wall_s=wall, peak_memory_bytes=peak_bytes, memory_label=label,
+                n_requests=len(df), errors=int(df["error"].notna().sum()))
+    return df, mem, info
+
+
+def _resolve_workload(w) -> Workload:
+    wl = load_workload(w) if isinstance(w, str) else w
+    return wl
+
+
+def run_config(server, workload="short", in_flight: int | None = None, **kw) -> pd.DataFrame:
+    """One run: start ``server`` (a :class:`~labkit.launch.ServerConfig`; or pass a running
+    server or a base URL to use it as it is), send ``workload`` with ``in_flight`` workers
+    (default: as many as the server has slots), stop the server. Returns one row per request.
+
+    Keyword options are those of :func:`measure_target` (``rate``, ``burst``, ``sampling``,
+    ``warmup``, ``sample_memory``...).
+    """
+    from ..launch import ServerConfig, launch
+    wl = _resolve_workload(workload)
+    if isinstance(server, ServerConfig):
+        with launch(server) as srv:
+            return measure_target(_target_of(srv), wl, in_flight, **kw)[0]
+    return measure_target(_as_target(server), wl, in_flight, **kw)[0]
+
+
+def _target_of(srv) -> Target:
+    return Target(srv.base_url, srv.pid, srv.config, dict(srv.facts), list(srv.command),
+                  str(srv.log_path), srv.model_path)
+
+
+def _as_target(server) -> Target:
+    if isinstance(server, Target):
+        return server
+    if isinstance(server, str):
+        return Target(server)
+    return _target_of(server)   # a RunningServer
+
+
+# ---------------------------------------------------------------------------- many runs
+
+@dataclass
+class BenchResult:
+    """Everything one :func:`measure` produced.
+
+    ``rows``: one line per request (every round, every config, errors included);
+    ``memory``: every memory sample, with its ``run_id``; ``runs``: one dict per run (server
+    command, log, facts read back); ``env``: the environment record.
+    """
+    rows: pd.DataFrame
+    memory: pd.DataFrame
+    runs: list[dict]
+    env: dict = field(default_factory=dict)
+    ttft_threshold_s: float = 10.0
+
+    def worksheet(self, ttft_threshold_s: float | None = None) -> pd.DataFrame:
+        from .worksheet import worksheet
+        return worksheet(self.rows, ttft_threshold_s or self.ttft_threshold_s)
+
+    def rounds(self, ttft_threshold_s: float | None = None) -> pd.DataFrame:
+        """The worksheet's numbers per round, before the median."""
+        from .worksheet import run_summary
+        return run_summary(self.rows, ttft_threshold_s or self.ttft_threshold_s)
+
+    def timing_agreement(self) -> pd.DataFrame:
+        from .worksheet import timing_agreement
+        return timing_agreement(self.rows)
+
+    @property
+    def plots(self) -> dict:
+        """The standard figures, by name (see :mod:`labkit.bench.plots`)."""
+        from .plots import all_plots
+        return all_plots(self)
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write worksheet.csv/.md, rounds.csv, requests.csv/.json, memory.csv, runs.json,
+        environment.json and plots/*.png under ``folder``."""
+        from .report import save_result
+        return save_result(self, Path(folder))
+
+
+def _rotate(seq: list, k: int) -> list:
+    if not seq:
+        return seq
+    k %= len(seq)
+    return seq[k:] + seq[:k]
+
+
+def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3, *,
+            in_flight: Iterable[int] | int | None = None, rate: float | None = None,
+            burst: int = 1, sampling: Sampling | None = None, cache_prompt: bool = False,
+            ttft_threshold_s: float = 10.0, progress: bool = True, sample_memory: bool = True,
+            log_dir: str | None = None, env: bool = True, max_docs: int | None = None
+            ) -> BenchResult:
+    """Measure every config on every workload, ``rounds`` times.
+
+    ``configs``: :class:`~labkit.launch.ServerConfig` objects (started and stopped here, once
+    per round: a fresh server every round) or base URLs of servers already running (used as
+    they are). ``in_flight``: the client's concurrency, one number or several; default: the
+    config's slot count (more slots without more requests in flight measures nothing).
+    ``rate``/``burst`` switch to open-loop Poisson arrivals. ``cache_prompt`` stays False
+    unless the experiment is about the prompt cache. ``max_docs`` keeps the first N
+    documents of each workload.
+    """
+    from ..launch import ServerConfig, launch
+    configs = list(configs)
+    wls = [_resolve_workload(w) for w in workloads]
+    if max_docs:
+        wls = [w.head(max_docs) for w in wls]
+    flights = [in_flight] if in_flight is None or isinstance(in_flight, int) else list(in_flight)
+    if sampling is None:
+        sampling = None if not cache_prompt else Sampling(cache_prompt=True)
+    elif cache_prompt:
+        sampling.cache_prompt = True
+    total = rounds * len(configs) * len(flights) * sum(len(w) for w in wls)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, desc="labkit bench", unit="req", leave=True)
+    rows, mems, runs = [], [], []
+    lock = threading.Lock()
+    try:
+        for r in range(rounds):
+            for cfg in _rotate(configs, r):
+                if isinstance(cfg, ServerConfig):
+                    cfg = cfg.with_(log_dir=cfg.log_dir or log_dir)
+                    ctx = launch(cfg)
+                else:
+                    ctx = _nullcontext(cfg)
+                with ctx as srv:
+                    target = _target_of(srv) if isinstance(cfg, ServerConfig) else _as_target(srv)
+                    for wl in wls:
+                        for f in flights:
+                            if bar is not None:
+                                name = getattr(cfg, "label", str(cfg))
+                                bar.set_description(f"round {r + 1}/{rounds} {name} {wl.name}")
+                            smp = sampling or Sampling(
+                                max_tokens=wl.prompt.max_tokens,
+                                response_format=wl.prompt.response_format)
+                            df, mem, info = measure_target(
+                                target, wl, f, rate=rate, burst=burst, sampling=smp,
+                                round_=r, sample_memory=sample_memory, progress=bar,
+                                arrival_seed=r)
+                            with lock:
+                                rows.append(df)
+                                mems.append(mem)
+                                runs.append(info)
+    finally:
+        if bar is not None:
+            bar.close()
+    env_record = environment([c for c in configs if isinstance(c, ServerConfig)]) if env else {}
+    return BenchResult(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(),
+                       pd.concat(mems, ignore_index=True) if mems else pd.DataFrame(),
+                       runs, env_record, ttft_threshold_s)
+
+
+class _nullcontext:
+    def __init__(self, value):
+        self.value = value
+
+    def __enter__(self):
+        return self.value
+
+    def __exit__(self, *exc):
+        return False
+
+
+def environment(configs: list | None = None) -> dict:
+    """The record kept next to every result: labkit doctor's report (versions, llama.cpp
+    build, GPUs, model and its sha256; no generation) plus the server configs asked for."""
+    from dataclasses import asdict
+    from ..doctor import collect
+    model = next((c.model for c in configs or [] if getattr(c, "model", None)), None)
+    rec = collect(model=model, generate=False)
+    rec["configs"] = [asdict(c) for c in (configs or [])]
+    rec["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return rec

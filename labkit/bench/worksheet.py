@@ -1,0 +1,164 @@
+"""The worksheet: per-request rows in, one line per configuration out.
+
+These are pure functions of the rows DataFrame that :mod:`labkit.bench.runner` produces
+(one row per request, run-level columns repeated on each row), so they can be checked on
+hand-made inputs.
+
+Arithmetic (per run = one config, one round):
+
+- ``wall_s``: the run's wall time, from its start until its last request ended.
+- ``output_tok_s`` = sum of ``completion_tokens`` / ``wall_s``; left empty (NaN) when any
+  request failed, because a partial batch is not a batch.
+- ``ttft_p50_s`` / ``ttft_p90_s`` / ``ttft_max_s``: over the requests that showed a first
+  visible token (numpy's default, linear-interpolated percentiles).
+- ``completion_p50_s`` / ``completion_max_s``: send to end, per request.
+- ``errors``: requests with an error; ``correct``: requests whose answer graded correct.
+
+The worksheet line of a config is the **median over its rounds** of each of those numbers;
+``*_rounds`` columns keep the per-round values. The three gates hold only if they hold in
+**every** round:
+
+- ``fits_context``: no request was refused for its size, and none ran out of slot room
+  while generating;
+- ``ttft_ok``: every request showed its first token within ``ttft_threshold_s``;
+- ``all_correct``: every answer graded correct.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+CONFIG_KEYS = ["server", "model_sha256", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot",
+               "in_flight", "load", "workload", "cache_prompt"]
+METRICS = ["wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
+           "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
+           "sampled_peak_mib"]
+TITLES = {
+    "server": "server / version", "model_sha256": "model sha256", "kv_mode": "KV mode",
+    "pool_n_ctx": "pool n_ctx", "slots": "slots", "n_ctx_slot": "per-slot cap (actual)",
+    "in_flight": "in-flight", "load": "load", "workload": "workload",
+    "cache_prompt": "cache_prompt", "rounds": "rounds", "wall_s": "wall s",
+    "output_tok_s": "output tok/s", "ttft_p50_s": "TTFT p50 s", "ttft_p90_s": "TTFT p90 s",
+    "ttft_max_s": "TTFT max s", "completion_p50_s": "completion p50 s",
+    "completion_max_s": "completion max s", "errors": "errors", "correct": "correct",
+    "n_requests": "requests", "sampled_peak_mib": "sampled peak MiB", "memory": "memory",
+    "fits_context": "fits context", "ttft_ok": "TTFT ok", "all_correct": "all correct",
+    "verdict": "verdict", "output_tok_s_rounds": "output tok/s per round",
+}
+
+
+def _pct(values, q: float) -> float:
+    v = pd.Series(values, dtype=float).dropna()
+    return float(np.percentile(v, q)) if len(v) else math.nan
+
+
+def is_context_refusal(error) -> bool:
+    return isinstance(error, str) and ("exceed_context_size_error" in error
+                                       or "exceeds the available context" in error)
+
+
+def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFrame:
+    """One line per run (config x round): the worksheet's numbers before the median."""
+    out = []
+    for (run_id,), g in rows.groupby(["run_id"], sort=False):
+        first = g.iloc[0]
+        errors = int(g["error"].notna().sum())
+        tokens = pd.to_numeric(g["completion_tokens"], errors="coerce")
+        wall = float(first["wall_s"])
+        ttft = pd.to_numeric(g["ttft_s"], errors="coerce")
+        refused = int(g["error"].map(is_context_refusal).sum())
+        out_of_room = int(((g["finish_reason"] == "length")
+                           & (pd.to_numeric(g["prompt_tokens"], errors="coerce")
+                              + tokens >= float(first["n_ctx_slot"]))).sum()) \
+            if pd.notna(first["n_ctx_slot"]) else 0
+        peak = first.get("peak_memory_bytes")
+        out.append({
+            **{k: first[k] for k in CONFIG_KEYS}, "round": int(first["round"]), "run_id": run_id,
+            "wall_s": wall,
+            "output_tok_s": float(tokens.sum() / wall) if errors == 0 and wall > 0 else math.nan,
+            "ttft_p50_s": _pct(ttft, 50), "ttft_p90_s": _pct(ttft, 90),
+            "ttft_max_s": float(ttft.max()) if ttft.notna().any() else math.nan,
+            "completion_p50_s": _pct(g["completion_s"], 50),
+            "completion_max_s": float(pd.to_numeric(g["completion_s"]).max()),
+            "errors": errors, "correct": int(g["correct"].fillna(False).astype(bool).sum()),
+            "n_requests": len(g),
+            "sampled_peak_mib": float(peak) / 2**20 if peak is not None and pd.notna(peak)
+            else math.nan,
+            "memory": first.get("memory_label", "not measured"),
+            "fits_context": refused == 0 and out_of_room == 0,
+            "ttft_ok": bool(ttft.notna().all() and ttft.max() <= ttft_threshold_s),
+            "all_correct": int(g["correct"].fillna(False).astype(bool).sum()) == len(g),
+        })
+    return pd.DataFrame(out)
+
+
+def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFrame:
+    """One line per config: the median over rounds, per-round throughput, the three gates.
+
+    ``ttft_threshold_s`` is your own acceptance threshold (the seed's example: a first
+    visible token within 10 seconds), not a measured speed.
+    """
+    runs = run_summary(rows, ttft_threshold_s)
+    if runs.empty:
+        return runs
+    out = []
+    keys = runs[CONFIG_KEYS].astype(str).agg("|".join, axis=1)
+    for _, g in runs.groupby(keys, sort=False):
+        g = g.sort_values("round")
+        line = {k: g.iloc[0][k] for k in CONFIG_KEYS}
+        line["rounds"] = len(g)
+        for m in METRICS:
+            line[m] = float(g[m].median()) if g[m].notna().any() else math.nan
+        line["memory"] = g.iloc[0]["memory"]
+        line["output_tok_s_rounds"] = " / ".join(
+            "-" if pd.isna(v) else f"{v:.1f}" for v in g["output_tok_s"])
+        for gate in ("fits_context", "ttft_ok", "all_correct"):
+            line[gate] = bool(g[gate].all())
+        failed = [TITLES[k] for k in ("fits_context", "ttft_ok", "all_correct") if not line[k]]
+        line["verdict"] = "pass" if not failed else "fail: " + ", ".join(failed)
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
+    """A GitHub-flavoured Markdown table, column titles from :data:`TITLES`."""
+    def cell(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (float, np.floating)):
+            if math.isnan(v):
+                return "-"
+            return f"{v:.{digits}f}" if not float(v).is_integer() or abs(v) < 1 else f"{v:.0f}"
+        return str(v).replace("|", "\\|")
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(TITLES.get(c, c) for c in cols) + " |",
+             "|" + "|".join("---" for _ in cols) + "|"]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(cell(r[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def timing_agreement(rows: pd.DataFrame) -> pd.DataFrame:
+    """Client-side vs server-side timing, per successful request.
+
+    - ``gen_client_s`` = end - first content chunk (client clock) against
+      ``gen_server_s`` = the server's ``predicted_ms`` (first to last sampled token);
+    - ``busy_client_s`` = end - send against ``busy_server_s`` = prompt_ms + predicted_ms
+      (only equal when the request did not wait in the server's queue).
+
+    ``*_rel`` = client / server - 1. Requests of one token or less generation are skipped
+    (nothing to compare).
+    """
+    ok = rows[rows["error"].isna() & rows["predicted_ms"].notna()
+              & (pd.to_numeric(rows["completion_tokens"], errors="coerce") > 1)].copy()
+    ok["gen_client_s"] = ok["end_s"] - ok["first_chunk_s"]
+    ok["gen_server_s"] = ok["predicted_ms"] / 1e3
+    ok["gen_rel"] = ok["gen_client_s"] / ok["gen_server_s"] - 1
+    ok["busy_client_s"] = ok["end_s"] - ok["send_s"]
+    ok["busy_server_s"] = (ok["prompt_ms"] + ok["predicted_ms"]) / 1e3
+    ok["busy_rel"] = ok["busy_client_s"] / ok["busy_server_s"] - 1
+    return ok[["run_id", "doc_id", "completion_tokens", "gen_client_s", "gen_server_s",
+               "gen_rel", "busy_client_s", "busy_server_s", "busy_rel"]]
