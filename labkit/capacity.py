@@ -1,0 +1,244 @@
+"""How many conversations fit on a GPU: the capacity calculator, and the KV bytes llama.cpp
+really allocates.
+
+Restaurant version: the kitchen's floor space (GPU memory) holds the recipe books
+(the weights, shared by every table), some working space for the cooks (compute
+buffers), and the notes each guest leaves on their table top (the KV cache,
+已讀筆記). Once the recipes are in, what is left decides how many table tops of
+a given size fit.
+
+Engineer version::
+
+    KV budget      = GPU memory - weights - overhead
+    cells that fit = KV budget / (2 x n_layer x n_head_kv x head_dim x bytes per value)
+    conversations  = cells that fit // tokens per conversation
+
+``overhead`` stands for everything that is neither weights nor KV (compute
+buffers, the CUDA context, fragmentation); 1 GiB is a rough allowance, not a
+measurement. The answer is a ceiling for memory only: whether each guest is
+served in acceptable time is a separate question (notebook 01).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import kv
+
+GiB = 2 ** 30
+MiB = 2 ** 20
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the calculator needs to know about a model."""
+
+    name: str
+    n_layer: int
+    n_head_kv: int
+    head_dim: int
+    weights_bytes: float
+    n_head: int | None = None   # query heads; n_head / n_head_kv is the GQA group size
+
+    @classmethod
+    def from_info(cls, info) -> "ModelShape":
+        """From :func:`labkit.models.describe` (the file size stands in for the weights)."""
+        return cls(info.name, info.n_layer, info.n_head_kv, info.head_dim,
+                   float(info.size_bytes), info.n_head)
+
+    def bytes_per_token(self, kv_type: str = "f16") -> float:
+        return kv.bytes_per_token(self.n_layer, self.n_head_kv, self.head_dim, kv_type)
+
+
+# Public shapes of common models (config.json) and the approximate size of their Q4_K_M GGUF.
+# These are inputs to arithmetic, not measurements on this machine.
+MODELS: dict[str, ModelShape] = {
+    "llama-3.1-8b-q4": ModelShape("Llama-3.1-8B Q4_K_M", 32, 8, 128, 4.92e9, n_head=32),
+    "qwen2.5-32b-q4": ModelShape("Qwen2.5-32B Q4_K_M", 64, 8, 128, 19.9e9, n_head=40),
+    "llama-3.1-70b-q4": ModelShape("Llama-3.1-70B Q4_K_M", 80, 8, 128, 42.5e9, n_head=64),
+}
+
+
+def model_shape(model) -> ModelShape:
+    """A ModelShape from a shape, a ModelInfo, or a key of :data:`MODELS`."""
+    if isinstance(model, ModelShape):
+        return model
+    if isinstance(model, str):
+        try:
+            return MODELS[model]
+        except KeyError:
+            raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)} "
+                             "or pass a ModelShape") from None
+    if hasattr(model, "n_head_kv") and hasattr(model, "size_bytes"):
+        return ModelShape.from_info(model)
+    raise TypeError(f"cannot describe {model!r} as a model shape")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The calculator's answer (bytes throughout; see :meth:`table` for a readable view)."""
+
+    model: str
+    gpu_bytes: float
+    weights_bytes: float
+    overhead_bytes: float
+    kv_type: str
+    bytes_per_token: float
+    n_ctx: int                  # KV cells llama.cpp allocates (after padding)
+    slots: int
+    kv_unified: bool
+    n_ctx_slot: int             # the most one conversation may hold
+    kv_bytes: float             # the KV cache for n_ctx cells
+    needed_bytes: float         # weights + overhead + KV
+    fits: bool                  # does this configuration fit in GPU memory?
+    kv_budget_bytes: float      # GPU memory left for KV after weights and overhead
+    cells_that_fit: int         # KV cells the budget holds
+    tokens_per_conversation: int
+    conversations: int          # conversations of that size that fit at once
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def table(self):
+        """A two-column summary for a notebook."""
+        import pandas as pd
+        rows = [
+            ("model", self.model),
+            ("KV bytes per token", f"{self.bytes_per_token:,.0f} B ({self.kv_type})"),
+            ("configured", f"-c {self.n_ctx} -np {self.slots} "
+                           f"{'unified' if self.kv_unified else 'split'}: "
+                           f"{self.n_ctx_slot} tokens per slot"),
+            ("KV cache for -c", f"{self.kv_bytes / GiB:,.2f} GiB"),
+            ("weights + overhead", f"{self.weights_bytes / GiB:,.2f} + "
+                                   f"{self.overhead_bytes / GiB:,.2f} GiB"),
+            ("needed / GPU", f"{self.needed_bytes / GiB:,.2f} / {self.gpu_bytes / GiB:,.2f} GiB"
+                             f" -> {'fits' if self.fits else 'does NOT fit'}"),
+            ("KV budget", f"{self.kv_budget_bytes / GiB:,.2f} GiB = {self.cells_that_fit:,} tokens"),
+            (f"conversations of {self.tokens_per_conversation:,} tokens", f"{self.conversations:,}"),
+        ]
+        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+
+
+def plan(gpu_gib: float, model, *, n_ctx: int = 4096, slots: int = 1, kv_type: str = "f16",
+         kv_unified: bool = False, overhead_gib: float = 1.0,
+         tokens_per_conversation: int | None = None) -> Capacity:
+    """How many conversations fit on a GPU of ``gpu_gib`` GiB.
+
+    ``model``: a :class:`ModelShape`, a ``ModelInfo`` or a key of :data:`MODELS`.
+    ``n_ctx``/``slots``/``kv_unified``: the server's -c, -np and KV mode, used to size
+    the configured KV cache and the per-slot cap (llama.cpp's rules, :func:`labkit.kv.slot_context`).
+    ``tokens_per_conversation``: how many tokens one conversation holds; default: the
+    per-slot cap, i.e. every slot filled to the brim.
+    """
+    m = model_shape(model)
+    if gpu_gib <= 0:
+        raise ValueError("gpu_gib must be positive")
+    if overhead_gib < 0:
+        raise ValueError("overhead_gib must be >= 0")
+    sc = kv.slot_context(n_ctx, slots, kv_unified)
+    bpt = m.bytes_per_token(kv_type)
+    tokens = int(tokens_per_conversation or sc.n_ctx_slot)
+    if tokens < 1:
+        raise ValueError("tokens_per_conversation must be at least 1")
+    gpu = gpu_gib * GiB
+    overhead = overhead_gib * GiB
+    kv_bytes = bpt * sc.n_ctx
+    needed = m.weights_bytes + overhead + kv_bytes
+    budget = max(0.0, gpu - m.weights_bytes - overhead)
+    cells = int(budget // bpt)
+    return Capacity(m.name, gpu, m.weights_bytes, overhead, kv_type, bpt, sc.n_ctx, slots,
+                    kv_unified, sc.n_ctx_slot, kv_bytes, needed, needed <= gpu, budget, cells,
+                    tokens, cells // tokens)
+
+
+# The rough comfort table of the capacity-planning source (light, chat-length conversations,
+# "order of magnitude only"): GPU memory, model, conversations it claims.
+SEED_TABLE = [
+    (8, "llama-3.1-8b-q4", "7-8B Q4", (1, 3)),
+    (24, "llama-3.1-8b-q4", "8B Q4", (10, 30)),
+    (24, "qwen2.5-32b-q4", "32B Q4", (3, 8)),
+    (48, "llama-3.1-70b-q4", "70B Q4", (5, 15)),
+]
+
+
+def seed_comparison(conversation_tokens=(2048, 4096, 8192), *, kv_type: str = "f16",
+                    overhead_gib: float = 1.0):
+    """The source's rough table next to what :func:`plan` says for conversations of a few sizes."""
+    import pandas as pd
+    rows = []
+    for gpu, key, label, (lo, hi) in SEED_TABLE:
+        row = {"GPU (GiB)": gpu, "model": label, "stand-in": MODELS[key].name,
+               "source says": f"{lo}-{hi}"}
+        for t in conversation_tokens:
+            c = plan(gpu, key, kv_type=kv_type, overhead_gib=overhead_gib,
+                     tokens_per_conversation=t)
+            row[f"calc @ {t // 1024}k tokens"] = c.conversations
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def levers(model="llama-3.1-8b-q4", *, gpu_gib: float = 24, tokens: int = 8192,
+           overhead_gib: float = 1.0, kv_types=("f16", "q8_0", "q4_0")):
+    """GQA and KV quantization as levers: bytes per token and conversations that fit,
+    for the model as it is (grouped-query attention) and as if every query head kept its
+    own keys and values (n_head_kv = n_head, classic multi-head attention)."""
+    import pandas as pd
+    m = model_shape(model)
+    shapes = [("GQA (as shipped)", m)]
+    if m.n_head and m.n_head != m.n_head_kv:
+        shapes.append(("MHA (no grouping)", ModelShape(m.name, m.n_layer, m.n_head, m.head_dim,
+                                                      m.weights_bytes, m.n_head)))
+    rows = []
+    for attn, shape in shapes:
+        for t in kv_types:
+            c = plan(gpu_gib, shape, kv_type=t, overhead_gib=overhead_gib,
+                     tokens_per_conversation=tokens)
+            rows.append({"attention": attn, "KV heads": shape.n_head_kv, "KV type": t,
+                         "bytes/token": c.bytes_per_token,
+                         f"MiB per {tokens // 1024}k conversation": c.bytes_per_token * tokens / MiB,
+                         "conversations": c.conversations})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- measured side
+
+def measure_kv_bytes(model, n_ctx: int, kv_type: str = "f16", *, n_seq_max: int = 1,
+                     kv_unified: bool = False) -> float:
+    """Create a llama.cpp context and return the KV buffer bytes llama.cpp reports allocating.
+
+    ``model``: a loaded :class:`labkit.engine.native.LlamaModel`. Quantized V caches need
+    flash attention in llama.cpp, so it is switched on for them.
+    """
+    from .engine.native import new_context, quiet_llama
+    with quiet_llama() as log:
+        with new_context(model, n_ctx=n_ctx, n_seq_max=n_seq_max, kv_unified=kv_unified,
+                         type_k=kv_type, type_v=kv_type,
+                         flash_attn="on" if kv_type != "f16" else "auto", n_batch=512):
+            pass
+    return log.kv_bytes()
+
+
+def kv_match_table(model_path=None, n_ctxs=(512, 1000, 2048), kv_types=("f16", "q8_0", "q4_0"),
+                   n_gpu_layers: int = 0):
+    """The formula next to llama.cpp's real allocation, one row per (n_ctx, KV type).
+
+    ``match`` is True when they agree within llama.cpp's printing precision (it logs
+    MiB with two decimals, so +-0.005 MiB).
+    """
+    import pandas as pd
+
+    from .engine.native import load_model
+    from .models import describe, resolve_model
+    path = resolve_model(model_path)
+    info = describe(path, with_hash=False)
+    rows = []
+    with load_model(path, n_gpu_layers=n_gpu_layers) as model:
+        for n_ctx in n_ctxs:
+            cells = kv.slot_context(n_ctx, 1, False).n_ctx
+            for t in kv_types:
+                formula = kv.kv_cache_bytes(info, cells, t)
+                real = measure_kv_bytes(model, n_ctx, t)
+                rows.append({"n_ctx asked": n_ctx, "cells (padded)": cells, "KV type": t,
+                             "formula MiB": formula / MiB, "llama.cpp MiB": real / MiB,
+                             "match": abs(formula - real) <= 0.005 * MiB})
+    return pd.DataFrame(rows)

@@ -1,0 +1,367 @@
+"""Helpers the notebooks share: the banner, quick mode, the recipe, the compute path.
+
+Every notebook starts with::
+
+    from labkit import notebook as nb
+    nb.banner()
+
+which prints four lines (versions, machine, model, mode) instead of doctor's
+whole report. Quick mode (``LABKIT_QUICK=1``, set by the test suite) shrinks
+workloads so a notebook runs in seconds on two CPU cores; :func:`pick` chooses
+between the quick and the full size of a number in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ENV_QUICK = "LABKIT_QUICK"
+ENV_RESULTS = "LABKIT_RESULTS"
+
+
+# ---------------------------------------------------------------------------- quick mode
+
+def quick() -> bool:
+    """True when ``LABKIT_QUICK`` is set to anything but ``""``, ``0``, ``false`` or ``no``."""
+    v = os.environ.get(ENV_QUICK, "").strip().lower()
+    return v not in ("", "0", "false", "no", "off")
+
+
+def pick(quick_value, full_value):
+    """``quick_value`` in quick mode, else ``full_value``."""
+    return quick_value if quick() else full_value
+
+
+# ---------------------------------------------------------------------------- files
+
+def results_dir() -> Path:
+    """Where notebooks write what they record (``$LABKIT_RESULTS``, else ``./results``).
+
+    ``results/`` is ignored by git, so recipes and logs written while learning stay local.
+    """
+    p = Path(os.environ.get(ENV_RESULTS) or "results")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+_log_handler: logging.Handler | None = None
+
+
+def log_to_file(name: str = "labkit.log") -> Path:
+    """Send labkit's own log (the in-process engine's startup lines, its warnings when the
+    KV pool runs out) to a file under :func:`results_dir`, never into a cell. Idempotent."""
+    global _log_handler
+    path = (results_dir() / name).resolve()
+    logger = logging.getLogger("labkit")
+    if _log_handler is not None and Path(_log_handler.baseFilename) == path:
+        return path
+    if _log_handler is not None:
+        logger.removeHandler(_log_handler)
+        _log_handler.close()
+    _log_handler = logging.FileHandler(path, encoding="utf-8")
+    _log_handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(_log_handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return path
+
+
+# ---------------------------------------------------------------------------- banner
+
+def _short_report() -> dict:
+    from .doctor import collect
+    return collect(generate=False)
+
+
+def banner_text(report: dict | None = None) -> str:
+    """The four-line banner: versions, machine, model, mode."""
+    r = report or _short_report()
+    b = r["llama_cpp"]
+    if b.get("ok"):
+        src = b.get("llama_cpp_source") or {}
+        commit = f"llama.cpp {src['commit']}, " if src.get("commit") else ""
+        llama = (f"llama-cpp-python {b['version']} ({commit}"
+                 f"{'GPU offload build' if b['gpu_offload'] else 'CPU build'})")
+    else:
+        llama = f"llama-cpp-python missing: {b.get('error')}"
+    if r["gpus"]:
+        gpu = "; ".join(f"GPU {g['index']} {g['name']} {g['memory_total_bytes'] / 2**30:.0f} GiB"
+                        for g in r["gpus"])
+    else:
+        gpu = f"no GPU ({r['gpu_note']})"
+    m = r["model"]
+    if "error" in m:
+        model = f"model: {m['error']}"
+    else:
+        model = (f"model:   {m['name']} ({m['file_type']}, {m['size_bytes'] / 2**20:.0f} MiB), "
+                 f"sha256 {m['sha256'][:16]}…")
+    mode = ("quick (LABKIT_QUICK=1: workloads shrunk to run in seconds)" if quick()
+            else "full (set LABKIT_QUICK=1 for the quick sizes)")
+    return "\n".join([
+        f"labkit {r['labkit']} · Python {r['python']} · {llama}",
+        f"machine: {r['platform']}, {r['cpu_count']} CPUs, {gpu}",
+        model,
+        f"mode:    {mode}",
+    ])
+
+
+def banner() -> None:
+    """Print the banner (the first cell of every notebook)."""
+    print(banner_text())
+
+
+# ---------------------------------------------------------------------------- CPU or GPU
+
+def compute_path(report: dict | None = None) -> dict:
+    """Which path this machine takes: ``gpu`` when llama.cpp was built with GPU offload
+    *and* a GPU is visible, else ``cpu``; with the reason and the ``-ngl`` to use."""
+    r = report or _short_report()
+    offload = bool(r["llama_cpp"].get("gpu_offload"))
+    gpus = r["gpus"]
+    if offload and gpus:
+        return {"path": "gpu", "n_gpu_layers": 999, "gpus": gpus,
+                "why": f"llama.cpp can offload and NVML sees {len(gpus)} GPU(s)"}
+    if gpus and not offload:
+        why = ("a GPU is present but this llama-cpp-python is a CPU build: reinstall it with "
+               "CMAKE_ARGS=\"-DGGML_CUDA=on\" to use the GPU")
+    elif offload:
+        why = f"this build can offload, but {r['gpu_note']}"
+    else:
+        why = f"CPU build of llama.cpp, and {r['gpu_note']}"
+    return {"path": "cpu", "n_gpu_layers": 0, "gpus": gpus, "why": why}
+
+
+def gpus():
+    """The NVIDIA GPUs NVML sees (empty on a CPU-only machine)."""
+    from .gpu import list_gpus
+    return list_gpus()[0]
+
+
+def skip_without_gpu(what: str) -> bool:
+    """For GPU-only cells: True if a GPU is present; otherwise print what is skipped and why."""
+    from .gpu import list_gpus
+    found, why = list_gpus()
+    if found:
+        return True
+    print(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.")
+    return False
+
+
+# ---------------------------------------------------------------------------- the recipe
+
+def recipe(server_config=None, report: dict | None = None) -> dict:
+    """Everything needed to say "same kitchen, same dish": versions, llama.cpp build,
+    machine, GPU, model identity (sha256) and, given a ServerConfig, the exact flags."""
+    r = report or _short_report()
+    b = r["llama_cpp"]
+    m = r["model"]
+    out = {
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "labkit": r["labkit"],
+        "python": r["python"],
+        "llama_cpp_python": b.get("version"),
+        "llama_cpp_commit": (b.get("llama_cpp_source") or {}).get("commit"),
+        "gpu_offload_build": b.get("gpu_offload"),
+        "platform": r["platform"],
+        "cpu_count": r["cpu_count"],
+        "gpus": [f"{g['name']} ({g['memory_total_bytes'] / 2**30:.0f} GiB, driver {g['driver']})"
+                 for g in r["gpus"]],
+        "model": {k: m.get(k) for k in ("name", "path", "file_type", "size_bytes", "sha256")},
+    }
+    if server_config is not None:
+        out["server_kind"] = server_config.kind
+        out["flags"] = server_config.args(m.get("path", "MODEL"), 0)
+        # The port is chosen at launch; keep the flags that define the run.
+        i = out["flags"].index("--port") if "--port" in out["flags"] else -1
+        if i >= 0:
+            del out["flags"][i:i + 2]
+    return out
+
+
+def save_recipe(rec: dict, name: str = "recipe.json") -> Path:
+    path = results_dir() / name
+    path.write_text(json.dumps(rec, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------------------- talking to a server
+
+def ask(server, text: str, *, max_tokens: int = 32, system: str | None = None,
+        temperature: float = 0.0, timeout: float = 300.0, **extra) -> dict:
+    """Send one chat request to a running server and return a flat summary:
+    ``status`` (HTTP), ``content``, ``finish_reason``, ``usage``, ``timings``, ``error``
+    (the server's error object on a refusal), ``wall_s``."""
+    import httpx
+    messages = ([{"role": "system", "content": system}] if system else []) + \
+               [{"role": "user", "content": text}]
+    body = {"model": "local", "messages": messages, "max_tokens": max_tokens,
+            "temperature": temperature, **extra}
+    t0 = time.perf_counter()
+    r = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=timeout)
+    wall = time.perf_counter() - t0
+    data = r.json()
+    out = {"status": r.status_code, "wall_s": wall, "content": None, "finish_reason": None,
+           "usage": data.get("usage"), "timings": data.get("timings"), "error": data.get("error")}
+    if r.status_code == 200:
+        choice = data["choices"][0]
+        out["content"] = choice["message"]["content"]
+        out["finish_reason"] = choice["finish_reason"]
+    return out
+
+
+def count_tokens(server, text: str) -> int:
+    """How many tokens the server's tokenizer makes of ``text`` (its /tokenize)."""
+    import httpx
+    r = httpx.post(server.base_url + "/tokenize", json={"content": text}, timeout=60)
+    r.raise_for_status()
+    return len(r.json()["tokens"])
+
+
+STARTUP_KEYS = ("n_ctx", "n_ctx_seq", "n_slots", "n_ctx_slot", "kv_unified")
+
+
+def startup_lines(server) -> list[str]:
+    """The startup-log lines that carry n_ctx, n_ctx_seq and the slot line, as printed."""
+    keep = []
+    for line in server.log_text().splitlines():
+        if ("n_ctx " in line or "n_ctx_seq" in line or "initializing, n_slots" in line) \
+                and line.strip() not in keep:
+            keep.append(line.strip())
+    return keep
+
+
+def document(n_tokens_at_least: int, count, *, seed: int = 0) -> str:
+    """A made-up order book: numbered lines about tables and dishes, grown until ``count(text)``
+    (a tokenizer, e.g. ``lambda t: nb.count_tokens(srv, t)``) reaches ``n_tokens_at_least``."""
+    import random
+    rng = random.Random(seed)
+    dishes = ["soup", "noodles", "dumplings", "rice", "tea", "bread", "salad", "fish", "tofu"]
+    lines: list[str] = []
+    step = 32
+    while True:
+        for _ in range(step):
+            i = len(lines) + 1
+            lines.append(f"Order {i}: table {rng.randint(1, 12)} asks for "
+                         f"{rng.choice(dishes)} and {rng.choice(dishes)}.")
+        text = "\n".join(lines)
+        if count(text) >= n_tokens_at_least:
+            return text
+
+
+def terms(*names: str):
+    """Rows of the shared glossary (English, 中文, restaurant, llama.cpp) for these terms."""
+    from .glossary import table
+    t = table().set_index("english")
+    return t.loc[list(names)] if names else t
+
+
+def per_request(runs: dict, metric: str = "e2e"):
+    """One column per simulator run, one row per request: ``metric`` (e2e, ttft, tpot...),
+    plus, for two runs, whether the second served that request later than the first."""
+    import pandas as pd
+    df = pd.DataFrame({k: r.requests.set_index("id")[metric] for k, r in runs.items()})
+    if len(runs) == 2:
+        a, b = df.columns
+        df[f"later with {b}"] = df[b] > df[a]
+    return df
+
+
+# ---------------------------------------------------------------------------- in-process engine
+
+class EngineRun:
+    """What :func:`run_requests` saw: ``requests`` (one row each), ``steps`` (the engine's
+    step trace), ``slots`` (its slot trace, request ids renumbered 0..n-1) and ``facts``."""
+
+    def __init__(self, requests, steps, slots, facts):
+        self.requests, self.steps, self.slots, self.facts = requests, steps, slots, facts
+
+    def slot_table(self):
+        return self.slots
+
+    def __repr__(self):
+        return (f"EngineRun({len(self.requests)} requests, {len(self.steps)} steps, "
+                f"{self.facts['n_slots']} slots)")
+
+
+def run_requests(config, prompts, max_tokens, *, temperature: float = 0.0,
+                 ignore_eos: bool = True, cache_prompt: bool = False) -> EngineRun:
+    """Submit every prompt at once to an in-process :class:`labkit.engine.Engine`, wait for
+    all of them, close the engine, and return an :class:`EngineRun`.
+
+    ``prompts``: user messages (formatted with the model's chat template) or token lists.
+    ``max_tokens``: one int for all, or one per prompt. ``ignore_eos=True`` makes every
+    request generate exactly max_tokens (unless its slot or the pool fills up), so runs
+    are repeatable.
+    """
+    import pandas as pd
+
+    from .engine import Engine, SamplingParams
+    log_to_file()
+    if isinstance(max_tokens, int):
+        max_tokens = [max_tokens] * len(prompts)
+    with Engine(config) as eng:
+        handles, n_prompt = [], []
+        for p, n in zip(prompts, max_tokens):
+            toks = p if isinstance(p, list) else eng.tokenize(
+                eng.apply_template([{"role": "user", "content": p}]))
+            n_prompt.append(len(toks))
+            handles.append(eng.submit(toks, SamplingParams(
+                max_tokens=n, temperature=temperature, ignore_eos=ignore_eos,
+                cache_prompt=cache_prompt, seed=0)))
+        finals = [h.result() for h in handles]
+        steps, slots, facts = eng.trace_df(), eng.slot_trace_df(), dict(eng.facts)
+    local = {h.id: i for i, h in enumerate(handles)}
+    slots = slots.assign(request_id=slots["request_id"].map(local).astype("Int64"))
+    work = slots[slots["action"] != "idle"]
+    g = work.groupby("request_id")
+    pre = work[work["action"] == "prefill"].groupby("request_id")["t_end"].max()
+    rows = []
+    for i, (f, n) in enumerate(zip(finals, max_tokens)):
+        rows.append({
+            "request": i, "prompt_tokens": n_prompt[i], "max_tokens": n,
+            "generated": (f.usage or {}).get("completion_tokens", 0),
+            "finish_reason": f.finish_reason, "error": f.error,
+            "slot": int(g["slot"].first().get(i, -1)) if i in g.groups else None,
+            "first_token_s": pre.get(i), "finish_s": g["t_end"].max().get(i),
+        })
+    return EngineRun(pd.DataFrame(rows).set_index("request"), steps, slots, facts)
+
+
+# ---------------------------------------------------------------------------- startup facts
+
+def startup_table(configs, *, prompt: str | None = None):
+    """Start each ServerConfig in turn (each stopped before the next starts) and put side by
+    side what labkit.kv predicts, what the startup log says and what /props says."""
+    import pandas as pd
+
+    from . import kv
+    from .launch import launch
+    from .models import describe
+    n_ctx_train = describe(with_hash=False).n_ctx_train
+    rows = []
+    for cfg in configs:
+        slots = 4 if cfg.n_slots == "auto" else int(cfg.n_slots)
+        unified = (cfg.n_slots == "auto") if cfg.kv_unified is None else cfg.kv_unified
+        want = kv.slot_context(cfg.n_ctx, slots, unified, n_ctx_train=n_ctx_train,
+                               per_slot=cfg.kv_unified_per_slot)
+        with launch(cfg) as srv:
+            facts, props = dict(srv.facts), srv.props()
+        rows.append({
+            "-c": cfg.n_ctx, "-np": cfg.n_slots,
+            "KV flag": {None: "(none)", True: "--kv-unified", False: "--no-kv-unified"}[cfg.kv_unified],
+            "predicted n_ctx_seq": want.n_ctx_seq, "log n_ctx_seq": facts.get("n_ctx_seq"),
+            "predicted n_ctx_slot": want.n_ctx_slot, "log n_ctx_slot": facts.get("n_ctx_slot"),
+            "/props n_ctx": props["default_generation_settings"]["n_ctx"],
+            "log n_slots": facts.get("n_slots"), "log kv_unified": facts.get("kv_unified"),
+            "match": (facts.get("n_ctx_seq"), facts.get("n_ctx_slot"),
+                      props["default_generation_settings"]["n_ctx"], facts.get("n_slots"),
+                      facts.get("kv_unified")) == (want.n_ctx_seq, want.n_ctx_slot,
+                                                   want.n_ctx_slot, slots, unified),
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,109 @@
+"""Pictures the notebooks need beyond the simulator's own (:mod:`labkit.sim.plots`).
+
+- :func:`table_tops`: how -c is shared among slots, split or unified (notebook 03).
+- :func:`memory_bar`: a GPU's memory as weights + overhead + KV (notebook 02).
+- :func:`kv_bars`: bytes per token by KV type, formula next to llama.cpp (notebook 02).
+- :func:`mode_bars`: throughput next to latency for several runs (notebook 01).
+
+Each returns the matplotlib Axes it drew on.
+"""
+
+from __future__ import annotations
+
+COLORS = {"weights": "#7f7f7f", "overhead": "#bcbcbc", "kv": "#3a76c4", "free": "#eeeeee",
+          "slot": ["#3a76c4", "#e6862a", "#4a9a5b", "#b85450", "#8064a2", "#c8a02a"]}
+
+
+def _axes(ax, figsize):
+    if ax is None:
+        import matplotlib.pyplot as plt
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def table_tops(sc, ax=None):
+    """One bar of n_ctx cells. Split KV: one fixed stripe per slot. Unified KV: one shared
+    pool, with each slot's cap (n_ctx_slot) drawn as a bracket. ``sc``: a SlotContext."""
+    ax = _axes(ax, (10, 2.4))
+    if sc.kv_unified:
+        ax.barh(0, sc.n_ctx, color="#9dbbe3", edgecolor="white")
+        ax.text(sc.n_ctx / 2, 0, f"one shared pool: {sc.n_ctx} cells", ha="center", va="center")
+        for i in range(sc.n_slots):
+            y = 0.55 + 0.18 * i
+            ax.plot([0, sc.n_ctx_slot], [y, y], color=COLORS["slot"][i % 6], lw=2)
+            ax.text(sc.n_ctx_slot, y, f" slot {i} may use up to {sc.n_ctx_slot}", va="center",
+                    fontsize=7)
+        ax.set_ylim(-0.6, 0.75 + 0.18 * sc.n_slots)
+    else:
+        for i in range(sc.n_slots):
+            ax.barh(0, sc.n_ctx_seq, left=i * sc.n_ctx_seq, color=COLORS["slot"][i % 6],
+                    edgecolor="white")
+            label = f"slot {i}: {sc.n_ctx_seq}"
+            if sc.n_ctx_slot < sc.n_ctx_seq:
+                label += f"\n(cap {sc.n_ctx_slot})"
+            if sc.n_slots <= 8:
+                ax.text((i + 0.5) * sc.n_ctx_seq, 0, label, ha="center", va="center",
+                        color="white", fontsize=8)
+        ax.set_ylim(-0.6, 0.6)
+    ax.set_yticks([])
+    ax.set_xlim(0, sc.n_ctx * 1.25 if sc.kv_unified else sc.n_ctx)
+    ax.set_xlabel("KV cells (tokens)")
+    ax.set_title(f"{sc.mode} KV: n_ctx={sc.n_ctx}, n_ctx_seq={sc.n_ctx_seq}, "
+                 f"n_ctx_slot={sc.n_ctx_slot}, {sc.n_slots} slot(s)", loc="left", fontsize=10)
+    return ax
+
+
+def memory_bar(c, ax=None):
+    """A GPU's memory as one bar: weights, overhead, the configured KV cache, what is left."""
+    GiB = 2 ** 30
+    ax = _axes(ax, (10, 2.2))
+    parts = [("weights", c.weights_bytes), ("overhead", c.overhead_bytes), ("kv", c.kv_bytes)]
+    left = 0.0
+    for name, b in parts:
+        ax.barh(0, b / GiB, left=left, color=COLORS[name], edgecolor="white",
+                label={"kv": f"KV cache for -c {c.n_ctx}"}.get(name, name))
+        left += b / GiB
+    free = c.gpu_bytes / GiB - left
+    if free > 0:
+        ax.barh(0, free, left=left, color=COLORS["free"], edgecolor="white", label="free")
+    ax.axvline(c.gpu_bytes / GiB, color="black", lw=1.5)
+    ax.text(c.gpu_bytes / GiB, 0.45, f" GPU {c.gpu_bytes / GiB:.0f} GiB", va="center", fontsize=8)
+    ax.set_yticks([])
+    ax.set_xlabel("GiB")
+    ax.set_xlim(0, max(c.gpu_bytes, c.needed_bytes) / GiB * 1.12)
+    ax.legend(loc="lower right", fontsize=7, ncol=4, frameon=False, bbox_to_anchor=(1, 1.0))
+    ax.set_title(f"{c.model}: {'fits' if c.fits else 'does NOT fit'}; "
+                 f"{c.conversations} conversations of {c.tokens_per_conversation} tokens fit",
+                 loc="left", fontsize=10)
+    return ax
+
+
+def kv_bars(table, ax=None):
+    """Formula against llama.cpp per KV type, from :func:`labkit.capacity.kv_match_table`."""
+    import numpy as np
+    ax = _axes(ax, (8, 3))
+    labels = [f"{r['KV type']}\n{r['cells (padded)']} cells" for _, r in table.iterrows()]
+    x = np.arange(len(table))
+    ax.bar(x - 0.2, table["formula MiB"], 0.4, label="formula", color="#9dbbe3")
+    ax.bar(x + 0.2, table["llama.cpp MiB"], 0.4, label="llama.cpp allocated", color="#3a76c4")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("KV cache (MiB)")
+    ax.legend(frameon=False, fontsize=8)
+    return ax
+
+
+def mode_bars(summary, ax=None, *, left: str = "throughput_tok_s", right: str = "e2e_mean"):
+    """Two metrics per run side by side: by default throughput (bars) and mean e2e (dots)."""
+    ax = _axes(ax, (7, 3))
+    x = range(len(summary))
+    ax.bar(x, summary[left], color="#9dbbe3", label=left)
+    ax.set_ylabel(left)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([str(i) for i in summary.index])
+    ax2 = ax.twinx()
+    ax2.plot(list(x), summary[right], "o-", color="#b85450", label=right)
+    ax2.set_ylabel(right)
+    ax2.set_ylim(bottom=0)
+    ax.set_title(f"{left} (bars) and {right} (dots)", loc="left", fontsize=10)
+    return ax

@@ -1,0 +1,303 @@
+"""Control panels for the notebooks: sliders in a browser, plain method calls anywhere else.
+
+Every panel is a :class:`Panel`: it holds its current ``values``, recomputes its
+``result`` (and redraws its ``figure``) on ``panel.update(**values)``, and shows
+ipywidgets controls when displayed in Jupyter. The tests drive panels without a
+browser through ``update`` and read ``result``; moving a slider calls the same
+``update``.
+
+- :func:`gantt_panel`: slots, arrival rate and length mix -> slot Gantt charts and
+  metrics of static, dynamic and continuous batching on the same workload (notebook 01).
+- :func:`capacity_panel`: GPU memory, model, n_ctx, slots, KV type -> how many
+  conversations fit (notebook 02).
+- :func:`slots_panel`: n_ctx, slots, split or unified -> llama.cpp's per-slot sizes
+  and a picture of the table tops (notebook 03).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+
+# ---------------------------------------------------------------------------- the panel
+
+
+@dataclass
+class Control:
+    """One control: ``kind`` is "int", "float", "choice" or "bool"."""
+
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    options: tuple = ()
+    description: str = ""
+
+
+class Panel:
+    """Values in, result (and a figure) out; ipywidgets controls when displayed."""
+
+    def __init__(self, compute: Callable[..., Any], controls: dict[str, Control],
+                 values: dict, draw: Callable | None = None, title: str = ""):
+        self._compute = compute
+        self._draw = draw
+        self.controls = controls
+        self.values = dict(values)
+        self.title = title
+        self.figure = None
+        self.result = None
+        self._ui = None
+        self._out = None
+        self._widgets: dict[str, Any] = {}
+        self._syncing = False
+        self.update()
+
+    def update(self, **changes):
+        """Set some values, recompute, redraw; returns the new result."""
+        unknown = set(changes) - set(self.values)
+        if unknown:
+            raise TypeError(f"unknown control(s) {sorted(unknown)}; this panel has {sorted(self.values)}")
+        for name, v in changes.items():
+            c = self.controls.get(name)
+            if c is not None and c.kind == "choice" and v not in c.options:
+                raise ValueError(f"{name}={v!r}: choose one of {list(c.options)}")
+        self.values.update(changes)
+        self.result = self._compute(**self.values)
+        if self._draw is not None:
+            from matplotlib.figure import Figure
+            fig = Figure(figsize=(10, 6.5), layout="constrained")
+            self._draw(fig, self.result, self.values)
+            self.figure = fig
+        self._syncing = True                        # keep the controls in step with update()
+        try:
+            for name, w in self._widgets.items():
+                if w.value != self.values[name]:
+                    w.value = self.values[name]
+        finally:
+            self._syncing = False
+        self._refresh()
+        return self.result
+
+    # ---- ipywidgets
+    def _on_change(self, name):
+        def handler(change):
+            if not self._syncing:
+                self.update(**{name: change["new"]})
+        return handler
+
+    def _make(self, name: str, c: Control, value):
+        import ipywidgets as w
+        style = {"description_width": "initial"}
+        desc = c.description or name
+        if c.kind == "int":
+            x = w.IntSlider(value=value, min=c.lo, max=c.hi, step=c.step or 1, description=desc,
+                            continuous_update=False, style=style)
+        elif c.kind == "float":
+            x = w.FloatSlider(value=value, min=c.lo, max=c.hi, step=c.step or 0.1,
+                              description=desc, continuous_update=False, style=style)
+        elif c.kind == "choice":
+            x = w.Dropdown(options=list(c.options), value=value, description=desc, style=style)
+        elif c.kind == "bool":
+            x = w.Checkbox(value=value, description=desc, style=style)
+        else:
+            raise ValueError(f"unknown control kind {c.kind!r}")
+        x.observe(self._on_change(name), names="value")
+        return x
+
+    def widget(self):
+        """The ipywidgets box: controls on top, the figure and the result below."""
+        if self._ui is None:
+            import ipywidgets as w
+            self._widgets = {n: self._make(n, c, self.values[n]) for n, c in self.controls.items()}
+            self._out = w.Output()
+            head = [w.HTML(f"<b>{self.title}</b>")] if self.title else []
+            self._ui = w.VBox(head + [w.HBox(list(self._widgets.values()),
+                                             layout=w.Layout(flex_flow="row wrap")), self._out])
+            self._refresh()
+        return self._ui
+
+    def _refresh(self):
+        if self._out is None:
+            return
+        from IPython.display import display
+        with self._out:
+            self._out.clear_output(wait=True)
+            if self.figure is not None:
+                display(self.figure)
+            display(self.result)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget())
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.title!r} {self.values}>"
+
+
+# ---------------------------------------------------------------------------- notebook 01
+
+#: Output-length mixes for the restaurant workload (prompt lengths: 64-512 tokens).
+MIXES = {
+    "short": (16, 32, 48),
+    "mixed": (16, 64, 256),
+    "long": (128, 256, 512),
+}
+_MIX_WEIGHTS = {"short": None, "mixed": (0.5, 0.3, 0.2), "long": None}
+MODES = ("static", "dynamic", "continuous")
+
+
+def restaurant_workload(n: int = 24, rate: float = 4.0, mix: str = "mixed", seed: int = 0):
+    """``n`` guests arriving at ``rate`` per second (Poisson), prompts of 64-512 tokens,
+    answers drawn from the ``mix`` (see :data:`MIXES`)."""
+    from . import sim
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {list(MIXES)}")
+    return sim.poisson(n, rate=rate, prompt=(64, 512),
+                       output=sim.Choice(MIXES[mix], _MIX_WEIGHTS[mix]), seed=seed)
+
+
+def restaurant_runs(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 24,
+                    seed: int = 0, modes=MODES, hardware: str = "rtx4090", model: str = "8b-q4",
+                    max_wait: float = 0.25) -> dict:
+    """The same workload through each batching mode: ``{mode: SimResult}``.
+
+    The step cost is the simulator's first-principles preset (an 8B Q4 model on an RTX 4090
+    by default), so the times are an idealised GPU's, not this machine's.
+    """
+    from . import sim
+    reqs = restaurant_workload(n, rate, mix, seed)
+    cost = sim.preset(hardware, model)
+    return {m: sim.simulate(reqs, slots=slots, batching=m, cost=cost, max_wait=max_wait)
+            for m in modes}
+
+
+SUMMARY_COLUMNS = ["throughput_tok_s", "ttft_p50", "ttft_p90", "e2e_mean", "e2e_p99",
+                   "queue_wait_mean", "slot_occupancy", "duration_s"]
+
+
+def summarize(runs: dict) -> pd.DataFrame:
+    """One row per run with the headline numbers."""
+    return pd.DataFrame({k: {c: r.summary()[c] for c in SUMMARY_COLUMNS} for k, r in runs.items()}).T
+
+
+def work_table(run) -> pd.DataFrame:
+    """A run's slot table without the rows of empty tables: what a Gantt chart needs to draw
+    (a blank stretch is an empty table). Much faster to draw than the full table."""
+    t = run.slot_table() if hasattr(run, "slot_table") else run
+    return t[(t["action"] != "idle") | t["request_id"].notna()]
+
+
+def gantt(run, ax=None, **kw):
+    """:func:`labkit.sim.plots.gantt` of a simulator run or an engine slot trace, drawing only
+    the busy stretches (see :func:`work_table`)."""
+    from .sim import plots
+    return plots.gantt(work_table(run), ax=ax, **kw)
+
+
+def restaurant_summary(**kw) -> pd.DataFrame:
+    return summarize(restaurant_runs(**kw))
+
+
+@dataclass
+class RestaurantResult:
+    runs: dict
+    summary: pd.DataFrame
+
+    def _repr_html_(self):
+        return self.summary.round(3)._repr_html_()
+
+    def __repr__(self):
+        return self.summary.round(3).to_string()
+
+
+def gantt_panel(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 24,
+                seed: int = 0) -> Panel:
+    """Slots, arrival rate and length mix -> Gantt charts and metrics of static, dynamic and
+    continuous batching on one workload. ``panel.result.summary`` holds the metrics."""
+    def compute(slots, rate, mix, n, seed):
+        runs = restaurant_runs(slots=slots, rate=rate, mix=mix, n=n, seed=seed)
+        return RestaurantResult(runs, summarize(runs))
+
+    def draw(fig, result, values):
+        axes = fig.subplots(len(result.runs), 1, sharex=True)
+        for ax, (mode, run) in zip(axes, result.runs.items()):
+            s = result.summary.loc[mode]
+            gantt(run, ax=ax, labels=values["n"] <= 30,
+                        title=f"{mode}: {s['throughput_tok_s']:.0f} tok/s, "
+                              f"TTFT p90 {s['ttft_p90']:.2f} s, mean e2e {s['e2e_mean']:.2f} s")
+            ax.set_xlabel("")
+        axes[-1].set_xlabel("time (s)")
+
+    controls = {
+        "slots": Control("int", 1, 8, description="slots (tables)"),
+        "rate": Control("float", 0.5, 20.0, 0.5, description="arrivals / s"),
+        "mix": Control("choice", options=tuple(MIXES), description="answer lengths"),
+        "n": Control("int", 4, 60, description="guests"),
+    }
+    return Panel(compute, controls, dict(slots=slots, rate=rate, mix=mix, n=n, seed=seed), draw,
+                 title="Same guests, three ways of batching")
+
+
+# ---------------------------------------------------------------------------- notebook 02
+
+def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx: int = 16384,
+                   slots: int = 4, kv_type: str = "f16", kv_unified: bool = False,
+                   tokens_per_conversation: int = 4096, overhead_gib: float = 1.0) -> Panel:
+    """GPU memory, model, -c, -np, KV type -> the capacity calculator's answer
+    (``panel.result`` is a :class:`labkit.capacity.Capacity`)."""
+    from . import capacity
+
+    def compute(gpu_gib, model, n_ctx, slots, kv_type, kv_unified, tokens_per_conversation,
+                overhead_gib):
+        return capacity.plan(gpu_gib, model, n_ctx=n_ctx, slots=slots, kv_type=kv_type,
+                             kv_unified=kv_unified, overhead_gib=overhead_gib,
+                             tokens_per_conversation=tokens_per_conversation)
+
+    def draw(fig, c, values):
+        from .plots import memory_bar
+        memory_bar(c, ax=fig.subplots(1, 1))
+        fig.set_size_inches(10, 2.2)
+
+    controls = {
+        "gpu_gib": Control("float", 4, 192, 4, description="GPU GiB"),
+        "model": Control("choice", options=tuple(capacity.MODELS), description="model"),
+        "n_ctx": Control("int", 1024, 131072, 1024, description="-c"),
+        "slots": Control("int", 1, 32, description="-np"),
+        "kv_type": Control("choice", options=("f16", "q8_0", "q4_0"), description="KV type"),
+        "kv_unified": Control("bool", description="unified KV"),
+        "tokens_per_conversation": Control("int", 256, 131072, 256, description="tokens/conversation"),
+        "overhead_gib": Control("float", 0, 8, 0.25, description="overhead GiB"),
+    }
+    values = dict(gpu_gib=gpu_gib, model=model, n_ctx=n_ctx, slots=slots, kv_type=kv_type,
+                  kv_unified=kv_unified, tokens_per_conversation=tokens_per_conversation,
+                  overhead_gib=overhead_gib)
+    return Panel(compute, controls, values, draw, title="How many conversations fit?")
+
+
+# ---------------------------------------------------------------------------- notebook 03
+
+def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
+                n_ctx_train: int | None = 8192, per_slot: int | None = None) -> Panel:
+    """-c, -np and the KV mode -> llama.cpp's n_ctx, n_ctx_seq and n_ctx_slot
+    (``panel.result`` is a :class:`labkit.kv.SlotContext`) and the table-top picture."""
+    from . import kv
+
+    def compute(n_ctx, slots, kv_unified, n_ctx_train, per_slot):
+        return kv.slot_context(n_ctx, slots, kv_unified, n_ctx_train=n_ctx_train,
+                               per_slot=per_slot)
+
+    def draw(fig, sc, values):
+        from .plots import table_tops
+        table_tops(sc, ax=fig.subplots(1, 1))
+        fig.set_size_inches(10, 2.4)
+
+    controls = {
+        "n_ctx": Control("int", 256, 65536, 256, description="-c"),
+        "slots": Control("int", 1, 16, description="-np"),
+        "kv_unified": Control("bool", description="unified KV"),
+    }
+    return Panel(compute, controls, dict(n_ctx=n_ctx, slots=slots, kv_unified=kv_unified,
+                                         n_ctx_train=n_ctx_train, per_slot=per_slot), draw,
+                 title="How llama.cpp shares the table top")

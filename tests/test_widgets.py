@@ -1,0 +1,57 @@
+"""Panels work without a browser: update() recomputes .result; the ipywidgets controls call
+the same update()."""
+
+import pytest
+
+from labkit import widgets
+
+
+def test_gantt_panel_updates_without_a_browser():
+    p = widgets.gantt_panel(n=12)
+    assert list(p.result.summary.index) == ["static", "dynamic", "continuous"]
+    before = p.result.summary.loc["continuous", "ttft_p90"]
+    p.update(slots=1)
+    assert p.values["slots"] == 1
+    assert p.result.summary.loc["continuous", "ttft_p90"] > before
+    assert p.figure is not None and len(p.figure.axes) == 3
+    for run in p.result.runs.values():
+        assert run.requests["slot"].max() == 0
+
+
+def test_panel_rejects_unknown_controls_and_choices():
+    p = widgets.slots_panel()
+    with pytest.raises(TypeError, match="unknown control"):
+        p.update(gpus=2)
+    g = widgets.gantt_panel(n=6)
+    with pytest.raises(ValueError, match="choose one of"):
+        g.update(mix="enormous")
+
+
+def test_widget_controls_drive_update():
+    pytest.importorskip("ipywidgets")
+    p = widgets.slots_panel(n_ctx=16384, slots=4, kv_unified=False)
+    box = p.widget()
+    assert box is p.widget()
+    assert p.result.n_ctx_slot == 4096
+    p._widgets["kv_unified"].value = True          # what a click does
+    assert p.result.kv_unified and p.result.n_ctx_slot == 8192
+    p.update(slots=2, kv_unified=False)            # and update() moves the controls
+    assert p._widgets["slots"].value == 2 and p.result.n_ctx_slot == 8192
+
+
+def test_capacity_panel():
+    p = widgets.capacity_panel()
+    f16 = p.result.conversations
+    p.update(kv_type="q4_0")
+    assert p.result.conversations > f16
+    p.update(gpu_gib=4, model="llama-3.1-70b-q4")
+    assert not p.result.fits and p.result.conversations == 0
+
+
+def test_restaurant_workload_is_deterministic():
+    a = widgets.restaurant_summary(slots=2, n=10)
+    b = widgets.restaurant_summary(slots=2, n=10)
+    assert a.equals(b)
+    assert (a["throughput_tok_s"] > 0).all()
+    t = widgets.work_table(widgets.restaurant_runs(n=6)["static"])
+    assert not ((t["action"] == "idle") & t["request_id"].isna()).any()
