@@ -243,7 +243,7 @@ def document(n_tokens_at_least: int, count, *, seed: int = 0) -> str:
     rng = random.Random(seed)
     dishes = ["soup", "noodles", "dumplings", "rice", "tea", "bread", "salad", "fish", "tofu"]
     lines: list[str] = []
-    step = 32
+    step = 4
     while True:
         for _ in range(step):
             i = len(lines) + 1
