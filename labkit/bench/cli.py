@@ -11,7 +11,9 @@ Examples::
 
 With no options the pool is ``-c 4096`` (the seed tutorial uses 16384): the short set's
 prompts are under 200 tokens, so 4096 cells leave every slot room even at 4 split slots
-(1024 each), and the smaller pool keeps the default run to a few minutes on a 2-core CPU.
+(1024 each), and the smaller pool keeps the default run short on a 2-core CPU. The server
+gets the cores available minus one as threads (``--threads`` to change it): the client and
+the HTTP front need the other.
 ``LABKIT_QUICK=1`` (set by the test suite) shrinks the run further: 1 round, 2 documents,
 1 and 2 split slots.
 """
@@ -28,6 +30,19 @@ DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
 
 
+def default_threads() -> int:
+    """CPU threads for the server: every core this process may use but one, which is left
+    to the HTTP front and the benchmark client. llama.cpp's worker threads spin while they
+    wait for each other, so a thread that has to share its core with the client slows every
+    step; on a shared or small machine this matters more than the extra thread gains."""
+    import os
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    return max(1, n - 1)
+
+
 def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFAULT_SLOTS,
                     kv_modes=("split", "unified"), model: str | None = None,
                     n_gpu_layers=0, binary: str | None = None, extra_args=(), **kw) -> list:
@@ -37,6 +52,11 @@ def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFA
                          kv_unified=(m == "unified"), n_gpu_layers=n_gpu_layers,
                          binary=binary, extra_args=tuple(extra_args), **kw)
             for m in kv_modes for n in slots]
+
+
+def _prompt_path():
+    from .workload import data_dir
+    return data_dir() / "prompt.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", "-m", default=None, help="GGUF file (default: the embedded model)")
     p.add_argument("-ngl", "--gpu-layers", dest="n_gpu_layers", default="0",
                    help="layers to offload to the GPU (a number or 'all'; default 0)")
-    p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads for the server")
+    p.add_argument("--threads", "-t", type=int, default=None,
+                   help="CPU threads for the server (default: the cores available minus one)")
     srv = p.add_mutually_exclusive_group()
     srv.add_argument("--server", choices=["labkit", "xllamacpp", "llama_cpp.server"],
                      default="labkit", help="which server the launcher starts (default labkit)")
@@ -89,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     slots = args.slots or ((1, 2) if quick else DEFAULT_SLOTS)
     kv_modes = args.kv or (("split",) if quick else ("split", "unified"))
     max_docs = args.max_docs or (QUICK_DOCS if quick else None)
+    threads = args.threads or default_threads()
     ngl = args.n_gpu_layers if args.n_gpu_layers in ("all", "auto") else int(args.n_gpu_layers)
     if args.base_url:
         configs = list(args.base_url)
@@ -97,17 +119,25 @@ def main(argv: list[str] | None = None) -> int:
         if kind == "llama_cpp.server":
             # One request at a time: the serial baseline has no slots or KV modes to vary.
             configs = default_configs(kind, args.n_ctx, (1,), ("split",), args.model, ngl,
-                                      n_threads=args.threads)
+                                      n_threads=threads)
         else:
             configs = default_configs(kind, args.n_ctx, slots, kv_modes, args.model, ngl,
-                                      binary=args.server_cmd, n_threads=args.threads)
+                                      binary=args.server_cmd, n_threads=threads)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) / stamp
     t0 = time.perf_counter()
     print(f"labkit bench: {len(configs)} configs x {rounds} round(s) x "
           f"{', '.join(args.workload)}{' (quick mode)' if quick else ''}; logs in {out}/logs",
           file=sys.stderr)
+    sampling = None
+    if args.server == "llama_cpp.server" and not (args.server_cmd or args.base_url):
+        from .client import Sampling
+        from .prompt import Prompt
+        # llama_cpp.server streams no usage: count its content chunks instead (said per row).
+        sampling = Sampling(max_tokens=Prompt.load(_prompt_path()).max_tokens,
+                            require_usage=False)
     result = measure(configs, args.workload, rounds, in_flight=args.in_flight, rate=args.rate,
+                     sampling=sampling,
                      burst=args.burst, cache_prompt=args.cache_prompt,
                      ttft_threshold_s=args.ttft_threshold, progress=not args.no_progress,
                      log_dir=str(out / "logs"), max_docs=max_docs)

@@ -53,6 +53,10 @@ class Sampling:
     model: str | None = "local"
     response_format: dict | None = None
     extra: dict = field(default_factory=dict)
+    # A stream without a final usage is an error (the seed's rule). Servers that never send
+    # one (llama_cpp.server) can be measured with require_usage=False: completion_tokens is
+    # then the number of content chunks, and ``usage_source`` says so.
+    require_usage: bool = True
 
     def body(self, messages: list[dict]) -> dict:
         b = {"messages": messages, "stream": True, "stream_options": {"include_usage": True},
@@ -87,11 +91,12 @@ def _empty_row(spec: RequestSpec) -> dict:
     return {"index": spec.index, "doc_id": spec.doc_id, "scheduled_s": spec.scheduled_s,
             "send_s": None, "first_chunk_s": None, "first_token_s": None, "end_s": None,
             "status": None, "error": None, "answer": "", "finish_reason": None,
-            "prompt_tokens": None, "completion_tokens": None, "usage": None, "timings": None}
+            "prompt_tokens": None, "completion_tokens": None, "usage": None, "timings": None,
+            "usage_source": None}
 
 
 def stream_one(client: httpx.Client, url: str, body: dict, spec: RequestSpec,
-               t0: float, timeout_s: float = 600.0) -> dict:
+               t0: float, timeout_s: float = 600.0, require_usage: bool = True) -> dict:
     """Send one streaming chat request and time it. Never raises: failures become the row's
     ``error``."""
     row = _empty_row(spec)
@@ -130,7 +135,9 @@ def stream_one(client: httpx.Client, url: str, body: dict, spec: RequestSpec,
                     if choice.get("finish_reason"):
                         row["finish_reason"] = choice["finish_reason"]
         if usage is None or usage.get("completion_tokens") is None:
-            raise ValueError("the stream ended without a final usage (completion_tokens)")
+            if require_usage:
+                raise ValueError("the stream ended without a final usage (completion_tokens)")
+            usage = {"completion_tokens": len(parts), "source": "client: content chunks"}
     except Exception as exc:  # kept as data: the worksheet counts it
         row["error"] = f"{type(exc).__name__}: {exc}"
     finally:
@@ -140,6 +147,7 @@ def stream_one(client: httpx.Client, url: str, body: dict, spec: RequestSpec,
         if usage:
             row["prompt_tokens"] = usage.get("prompt_tokens")
             row["completion_tokens"] = usage.get("completion_tokens")
+            row["usage_source"] = usage.get("source", "server")
     return row
 
 
@@ -181,7 +189,8 @@ def send_all(base_url: str, specs: list[RequestSpec], sampling: Sampling, *,
                 delay = spec.scheduled_s - (time.perf_counter() - t0)
                 if delay > 0:
                     time.sleep(delay)
-            row = stream_one(client, url, sampling.body(spec.messages), spec, t0, timeout_s)
+            row = stream_one(client, url, sampling.body(spec.messages), spec, t0, timeout_s,
+                             sampling.require_usage)
             with lock:
                 rows[i] = row
             if on_done is not None:

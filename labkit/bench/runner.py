@@ -165,7 +165,8 @@ def measure_target(target: Target, workload: Workload, in_flight: int | None = N
         spec = RequestSpec(-1, "warmup", workload.prompt.warmup_messages())
         with httpx.Client(timeout=600) as c:
             w = stream_one(c, target.base_url.rstrip("/") + "/v1/chat/completions",
-                           sampling.body(spec.messages), spec, time.perf_counter())
+                           sampling.body(spec.messages), spec, time.perf_counter(),
+                           require_usage=sampling.require_usage)
         info["warmup_error"] = w["error"]
     specs = request_specs(workload, rate, burst, arrival_seed)
     if gpu is None:
@@ -302,9 +303,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
     if max_docs:
         wls = [w.head(max_docs) for w in wls]
     flights = [in_flight] if in_flight is None or isinstance(in_flight, int) else list(in_flight)
-    if sampling is None:
-        sampling = None if not cache_prompt else Sampling(cache_prompt=True)
-    elif cache_prompt:
+    if sampling is not None and cache_prompt:
         sampling.cache_prompt = True
     total = rounds * len(configs) * len(flights) * sum(len(w) for w in wls)
     bar = None
@@ -329,7 +328,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
                                 name = getattr(cfg, "label", str(cfg))
                                 bar.set_description(f"round {r + 1}/{rounds} {name} {wl.name}")
                             smp = sampling or Sampling(
-                                max_tokens=wl.prompt.max_tokens,
+                                max_tokens=wl.prompt.max_tokens, cache_prompt=cache_prompt,
                                 response_format=wl.prompt.response_format)
                             df, mem, info = measure_target(
                                 target, wl, f, rate=rate, burst=burst, sampling=smp,
