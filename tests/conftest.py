@@ -1,11 +1,6 @@
-import os
-
 import pytest
 
-# Notebooks and slow tests shrink their workloads in quick mode; CI and the
-# README's test command run in it. LABKIT_QUICK=0 runs the full sizes.
-os.environ.setdefault("LABKIT_QUICK", "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
+# Quick mode (LABKIT_QUICK) is set for every run by the conftest.py at the repository root.
 
 
 @pytest.fixture(scope="session")
