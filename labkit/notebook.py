@@ -365,3 +365,66 @@ def startup_table(configs, *, prompt: str | None = None):
                                                    want.n_ctx_slot, slots, unified),
         })
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- scheduling (notebook 06)
+
+SATURATION_COLUMNS = ["rate", "throughput_tok_s", "ttft_p50", "ttft_p99", "peak_queue",
+                      "per_stream_tok_s", "preemptions"]
+
+
+def saturation_signals(sweep, *, by: str = "label"):
+    """The four saturation signals per offered rate, from :func:`labkit.sim.experiments.sweep_load`:
+    TTFT (p50, p99), peak queue depth, per-stream tok/s (1 / median time per output token) and
+    preemptions; plus ``saturated``: the queue stayed above zero *and* TTFT p50 is more than
+    twice its value at the lowest rate of the same group."""
+    import numpy as np
+    import pandas as pd
+    df = sweep.copy()
+    df["per_stream_tok_s"] = 1.0 / df["tpot_p50"].replace(0, np.nan)
+    cols = ([by] if by in df.columns else []) + SATURATION_COLUMNS
+    out = []
+    groups = df.groupby(by, sort=False) if by in df.columns else [("", df)]
+    for _, g in groups:
+        g = g.sort_values("rate")[cols].copy()
+        base = float(g["ttft_p50"].iloc[0])
+        g["saturated"] = (g["peak_queue"] > 0) & (g["ttft_p50"] > 2 * base)
+        out.append(g)
+    return pd.concat(out, ignore_index=True)
+
+
+def first_saturated_rate(signals) -> float | None:
+    """The lowest offered rate flagged ``saturated`` in :func:`saturation_signals` (None if none)."""
+    hit = signals[signals["saturated"]]
+    return float(hit["rate"].min()) if len(hit) else None
+
+
+def queue_burst(config, prompt: str, n: int, max_tokens: int):
+    """Send ``n`` copies of ``prompt`` at once to an in-process engine built from ``config``
+    (an :class:`labkit.engine.EngineConfig`; its ``max_queue`` bounds the waiting room, as
+    llama-server's ``--max-queue`` does) and return one row per request: ``outcome``
+    (``served`` or ``refused``, the engine's QueueFull, a 503 from the server), ``answer_s``
+    (seconds from the burst until the request had its answer or its refusal) and ``generated``."""
+    import pandas as pd
+
+    from .engine import Engine, SamplingParams
+    from .engine.request import QueueFull
+    log_to_file()
+    rows = []
+    with Engine(config) as eng:
+        toks = eng.tokenize(eng.apply_template([{"role": "user", "content": prompt}]))
+        t0 = time.perf_counter()
+        handles = []
+        for i in range(n):
+            try:
+                handles.append((i, eng.submit(toks, SamplingParams(
+                    max_tokens=max_tokens, temperature=0.0, ignore_eos=True, seed=0))))
+            except QueueFull:
+                rows.append({"request": i, "outcome": "refused",
+                             "answer_s": time.perf_counter() - t0, "generated": 0})
+        for i, h in handles:
+            f = h.result()
+            rows.append({"request": i, "outcome": "served" if f.error is None else "failed",
+                         "answer_s": time.perf_counter() - t0,
+                         "generated": (f.usage or {}).get("completion_tokens", 0)})
+    return pd.DataFrame(rows).sort_values("request").set_index("request")

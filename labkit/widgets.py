@@ -301,3 +301,40 @@ def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
     return Panel(compute, controls, dict(n_ctx=n_ctx, slots=slots, kv_unified=kv_unified,
                                          n_ctx_train=n_ctx_train, per_slot=per_slot), draw,
                  title="How llama.cpp shares the table top")
+
+
+# ---------------------------------------------------------------------------- notebook 06: load
+
+def load_run(rate: float = 2.0, slots: int = 4, policy: str = "fifo", n: int = 200,
+             long_share: float = 0.3, seed: int = 1) -> dict:
+    """One simulated evening (short 32-token and long 600-token answers, prompts of 64-512
+    tokens) at ``rate`` requests/s: ``{"summary": SimResult.summary(), "run": SimResult}``."""
+    from . import sim
+    reqs = sim.poisson(n, rate=rate, prompt=sim.Uniform(64, 512),
+                       output=sim.Choice([32, 600], [1 - long_share, long_share]), seed=seed)
+    run = sim.simulate(reqs, slots=slots, policy=policy)
+    return {"summary": run.summary(), "run": run}
+
+
+def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_share: float = 0.3) -> Panel:
+    """Arrival rate, slots, policy, share of long answers -> queue depth and KV use over time,
+    with the run's TTFT, per-stream tok/s and peak queue in the title (notebook 06)."""
+    def compute(rate, slots, policy, long_share):
+        return load_run(rate=rate, slots=slots, policy=policy, long_share=long_share)
+
+    def draw(fig, result, values):
+        from .sim import plots as splots
+        s = result["summary"]
+        axes = fig.subplots(2, 1, sharex=True)
+        splots.queue_and_kv(result["run"], axes=axes)
+        axes[0].set_title(f"{values['rate']:g} req/s, {values['slots']} slots, {values['policy']}: "
+                          f"{s['throughput_tok_s']:.0f} tok/s, TTFT p50 {s['ttft_p50']:.2f} s, "
+                          f"per-stream {1 / s['tpot_p50']:.0f} tok/s, peak queue {s['peak_queue']}")
+
+    return Panel(compute, {
+        "rate": Control("float", 0.25, 6.0, 0.25, description="requests/s"),
+        "slots": Control("int", 1, 16, 1, description="slots (-np)"),
+        "policy": Control("choice", options=("fifo", "sjf", "priority", "fair"), description="policy"),
+        "long_share": Control("float", 0.0, 1.0, 0.1, description="long answers"),
+    }, {"rate": rate, "slots": slots, "policy": policy, "long_share": long_share}, draw,
+        title="Load: queue depth and KV use")

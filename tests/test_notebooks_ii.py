@@ -1,0 +1,50 @@
+"""The helpers notebooks 04-07 call: saturation signals, the load panel, the bounded-queue burst."""
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from labkit import notebook, widgets
+
+
+def _sweep():
+    # Hand-made sweep rows: TTFT flat, then climbing with a queue.
+    return pd.DataFrame({
+        "label": ["x"] * 4, "rate": [1.0, 2.0, 3.0, 4.0],
+        "throughput_tok_s": [100, 190, 240, 250], "ttft_p50": [0.1, 0.15, 0.5, 3.0],
+        "ttft_p99": [0.2, 0.3, 2.0, 9.0], "peak_queue": [0, 1, 5, 30],
+        "tpot_p50": [0.01, 0.011, 0.0125, 0.0125], "preemptions": [0, 0, 0, 2]})
+
+
+def test_saturation_signals_flag_the_knee():
+    s = notebook.saturation_signals(_sweep())
+    assert s["saturated"].tolist() == [False, False, True, True]
+    assert s["per_stream_tok_s"].iloc[0] == pytest.approx(100)
+    assert notebook.first_saturated_rate(s) == 3.0
+    flat = _sweep().assign(ttft_p50=0.1)
+    assert notebook.first_saturated_rate(notebook.saturation_signals(flat)) is None
+
+
+def test_load_panel_updates_without_a_browser():
+    p = widgets.load_panel(rate=0.5, slots=4)
+    quiet = p.result["summary"]
+    p.update(rate=4.0)
+    busy = p.result["summary"]
+    assert busy["ttft_p50"] > quiet["ttft_p50"] and busy["peak_queue"] > quiet["peak_queue"]
+    assert p.figure is not None
+    with pytest.raises(ValueError):
+        p.update(policy="random")
+
+
+@pytest.mark.slow
+def test_queue_burst_refuses_past_the_bound():
+    from labkit.engine import EngineConfig
+    from labkit.models import default_model_path
+    cfg = EngineConfig(default_model_path(), n_ctx=512, n_slots=1)
+    bounded = notebook.queue_burst(replace(cfg, max_queue=2), "Hi.", 6, 4)
+    assert (bounded["outcome"] == "refused").sum() == 6 - 1 - 2
+    assert (bounded.loc[bounded.outcome == "served", "generated"] == 4).all()
+    deep = notebook.queue_burst(cfg, "Hi.", 4, 4)
+    assert (deep["outcome"] == "served").all()
+    assert deep["answer_s"].is_monotonic_increasing
