@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--burst", type=int, default=1, help="open loop: requests per arrival")
     p.add_argument("--cache-prompt", action="store_true",
                    help="let the server reuse cached prompt prefixes (off by default)")
+    p.add_argument("--json-schema", action="store_true",
+                   help="constrain answers with response_format json_schema (llama.cpp's grammar "
+                        "sampler); off by default: the prompt alone is measured")
     p.add_argument("--max-docs", type=int, default=None, help="use the first N documents only")
     p.add_argument("--ttft-threshold", type=float, default=10.0,
                    help="your TTFT gate in seconds (default 10)")
@@ -130,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(args.workload)}{' (quick mode)' if quick else ''}; logs in {out}/logs",
           file=sys.stderr)
     sampling = None
+    if args.json_schema:
+        from .client import Sampling
+        from .prompt import Prompt, json_schema_format
+        sampling = Sampling(max_tokens=Prompt.load(_prompt_path()).max_tokens,
+                            response_format=json_schema_format())
     if args.server == "llama_cpp.server" and not (args.server_cmd or args.base_url):
         from .client import Sampling
         from .prompt import Prompt
