@@ -428,3 +428,148 @@ def queue_burst(config, prompt: str, n: int, max_tokens: int):
                          "answer_s": time.perf_counter() - t0,
                          "generated": (f.usage or {}).get("completion_tokens", 0)})
     return pd.DataFrame(rows).sort_values("request").set_index("request")
+
+
+# ---------------------------------------------------------------------------- reading a worksheet (notebook 04)
+
+def read_worksheet(ws):
+    """Read a :func:`labkit.bench.worksheet` honestly: each config against the 1-slot config of
+    the same workload (its baseline; the same KV mode when there is one, else the other: one slot
+    holds the same cells either way). Returns one row per config with
+    ``tok_s_vs_1_slot`` (ratio of output tok/s), ``completion_p50_vs_1_slot`` (ratio of the
+    median single request's send-to-end time), ``single_requests_slower`` (that ratio > 1),
+    ``failed`` (requests with an error) and ``verdict``. Configs without a 1-slot baseline,
+    or whose throughput is undefined because a request failed, get NaN ratios."""
+    import math
+
+    import pandas as pd
+    rows = []
+    for _, r in ws.iterrows():
+        ones = ws[(ws["workload"] == r["workload"]) & (ws["slots"] == 1)]
+        same = ones[ones["kv_mode"] == r["kv_mode"]]
+        # With one slot, split and unified hold the same cells; either is the baseline.
+        base = same.iloc[0] if len(same) else (ones.iloc[0] if len(ones) else None)
+
+        def ratio(col):
+            if base is None or pd.isna(r[col]) or pd.isna(base[col]) or base[col] == 0:
+                return math.nan
+            return float(r[col]) / float(base[col])
+        c = ratio("completion_p50_s")
+        rows.append({"kv_mode": r["kv_mode"], "slots": int(r["slots"]), "workload": r["workload"],
+                     "output_tok_s": r["output_tok_s"], "tok_s_vs_1_slot": ratio("output_tok_s"),
+                     "completion_p50_s": r["completion_p50_s"], "completion_p50_vs_1_slot": c,
+                     "single_requests_slower": bool(c > 1) if not math.isnan(c) else None,
+                     "failed": int(r["errors"]), "verdict": r["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def findings(reading) -> list[str]:
+    """Plain sentences from :func:`read_worksheet`: where total tok/s rose, where single
+    requests got slower, where requests failed. Only what the numbers say."""
+    out = []
+    for _, r in reading.iterrows():
+        name = f"{r['workload']}, {r['kv_mode']}, {r['slots']} slot{'s' if r['slots'] != 1 else ''}"
+        if r["failed"]:
+            out.append(f"{name}: {r['failed']} request(s) failed, so its throughput is not a "
+                       f"result ({r['verdict']}).")
+            continue
+        if r["slots"] == 1 or r["tok_s_vs_1_slot"] != r["tok_s_vs_1_slot"]:
+            continue
+        change = "rose" if r["tok_s_vs_1_slot"] > 1 else "did not rise"
+        line = f"{name}: total tok/s {change} (x{r['tok_s_vs_1_slot']:.2f} of 1 slot)"
+        c = r["completion_p50_vs_1_slot"]
+        if c == c:
+            line += (f"; the median single request took x{c:.2f} as long"
+                     + (" (slower)" if c > 1 else " (not slower)"))
+        out.append(line + f"; {r['verdict']}.")
+    return out
+
+
+# ---------------------------------------------------------------------------- counterexamples (notebook 05)
+
+def ask_messages(server, messages: list[dict], *, max_tokens: int = 64, temperature: float = 0.0,
+                 timeout: float = 600.0, **extra) -> dict:
+    """:func:`ask` for a whole message list (system, worked example, document...)."""
+    import httpx
+    body = {"model": "local", "messages": messages, "max_tokens": max_tokens,
+            "temperature": temperature, "seed": 42, **extra}
+    t0 = time.perf_counter()
+    r = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=timeout)
+    wall = time.perf_counter() - t0
+    data = r.json()
+    out = {"status": r.status_code, "wall_s": wall, "content": None, "finish_reason": None,
+           "usage": data.get("usage"), "timings": data.get("timings"), "error": data.get("error")}
+    if r.status_code == 200:
+        out["content"] = data["choices"][0]["message"]["content"]
+        out["finish_reason"] = data["choices"][0]["finish_reason"]
+    return out
+
+
+def extract_then_sort(server, workload, out_dir, *, in_flight: int = 2, max_tokens: int = 64):
+    """The dependent-task pattern. Step A: extract owner and deadline from every document of
+    ``workload``, ``in_flight`` at a time (independent tasks, run in parallel); each task writes
+    only its own file ``out_dir/<task id>.json``. Step B: only after every A task has finished,
+    read those files and sort the documents by deadline.
+
+    Returns ``(tasks, ordered)``: one row per A task (task id, start/end seconds, status,
+    whether its answer graded correct, the file it wrote) and B's sorted table (tasks whose
+    answer could not be read are listed with ``deadline`` None at the end, never guessed)."""
+    import json as _json
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path as _Path
+
+    import pandas as pd
+
+    from .bench.grading import grade
+    out_dir = _Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+
+    def task_a(doc):
+        start = time.perf_counter() - t0
+        r = ask_messages(server, workload.messages(doc), max_tokens=max_tokens)
+        end = time.perf_counter() - t0
+        g = grade(r["content"], doc.answer) if r["content"] is not None else None
+        try:
+            parsed = _json.loads(r["content"]) if r["content"] else None
+        except ValueError:
+            parsed = None
+        record = {"task_id": doc.id, "status": r["status"], "answer": parsed,
+                  "raw": r["content"], "error": r["error"]}
+        path = out_dir / f"{doc.id}.json"
+        path.write_text(_json.dumps(record, ensure_ascii=False, indent=1))
+        return {"task_id": doc.id, "start_s": start, "end_s": end, "status": r["status"],
+                "correct": bool(g and g.ok), "file": str(path)}
+
+    with ThreadPoolExecutor(max_workers=in_flight) as pool:
+        tasks = list(pool.map(task_a, workload.documents))
+    b_start = time.perf_counter() - t0
+    rows = []
+    for t in tasks:                                     # step B reads only what A wrote
+        rec = _json.loads(_Path(t["file"]).read_text())
+        ans = rec["answer"] if isinstance(rec["answer"], dict) else {}
+        rows.append({"task_id": rec["task_id"], "owner": ans.get("owner"),
+                     "deadline": ans.get("deadline") if isinstance(ans.get("deadline"), str) else None})
+    ordered = pd.DataFrame(rows)
+    ordered = pd.concat([ordered[ordered["deadline"].notna()].sort_values("deadline"),
+                         ordered[ordered["deadline"].isna()]], ignore_index=True)
+    tasks = pd.DataFrame(tasks)
+    tasks.attrs["b_start_s"] = b_start
+    return tasks, ordered
+
+
+def prefix_cache_rows(server, workload, *, cache_prompt: bool, max_tokens: int = 8):
+    """Send ``workload``'s documents one after another with ``cache_prompt`` on or off and
+    return the server's own prompt accounting per request: ``prompt_n`` (tokens it had to
+    process), ``cache_n`` (tokens reused from the slot's cache) and ``prompt_ms``."""
+    import pandas as pd
+    rows = []
+    for doc in workload.documents:
+        r = ask_messages(server, workload.messages(doc), max_tokens=max_tokens,
+                         cache_prompt=cache_prompt)
+        t = r["timings"] or {}
+        rows.append({"doc": doc.id, "cache_prompt": cache_prompt, "status": r["status"],
+                     "prompt_tokens": (r["usage"] or {}).get("prompt_tokens"),
+                     "prompt_n": t.get("prompt_n"), "cache_n": t.get("cache_n", 0),
+                     "prompt_ms": t.get("prompt_ms")})
+    return pd.DataFrame(rows)

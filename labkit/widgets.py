@@ -338,3 +338,31 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
         "long_share": Control("float", 0.0, 1.0, 0.1, description="long answers"),
     }, {"rate": rate, "slots": slots, "policy": policy, "long_share": long_share}, draw,
         title="Load: queue depth and KV use")
+
+
+# ---------------------------------------------------------------------------- notebook 04: the gates
+
+def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
+    """Your TTFT threshold -> the worksheet's three gates for every config (notebook 04).
+    ``rows``: a bench result's per-request rows (``result.rows``); ``result`` is the worksheet."""
+    from .bench import worksheet
+
+    hi = max(1.0, float(pd.to_numeric(rows["ttft_s"], errors="coerce").max() or 1.0) * 1.5)
+
+    def compute(ttft_threshold_s):
+        ws = worksheet(rows, ttft_threshold_s)
+        return ws[["kv_mode", "slots", "workload", "ttft_max_s", "fits_context", "ttft_ok",
+                   "all_correct", "verdict"]]
+
+    def draw(fig, ws, values):
+        ax = fig.subplots()
+        labels = [f"{r.workload} {r.kv_mode} np{r.slots}" for r in ws.itertuples()]
+        colors = ["#3a9a5b" if v == "pass" else "#b04a3a" for v in ws["verdict"]]
+        ax.barh(labels, ws["ttft_max_s"].fillna(0), color=colors)
+        ax.axvline(values["ttft_threshold_s"], color="k", ls="--", lw=0.8, label="your threshold")
+        ax.set_xlabel("slowest first token (s); green: all three gates pass")
+        ax.legend(fontsize=8)
+
+    return Panel(compute, {"ttft_threshold_s": Control("float", 0.1, round(hi, 1), 0.1,
+                                                       description="TTFT limit s")},
+                 {"ttft_threshold_s": ttft_threshold_s}, draw, title="The three gates")

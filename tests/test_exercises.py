@@ -14,6 +14,7 @@ from labkit.exercises import CORRECT, UNANSWERED, WRONG, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {"0": "00_setup", "1": "01_restaurant", "2": "02_kv_bytes", "3": "03_split_vs_unified",
+             "4": "04_slots_live",
              "6": "06_scheduling"}
 ANSWER_LINE = re.compile(r"^(answer_(\d+)_(\d+)) = \.\.\.\s*$", re.M)
 
@@ -36,6 +37,10 @@ WRONG_ANSWERS = {
     "3.2": [(1024, 341), (1000, 333), 1536],
     "3.3": [(1, False, 8192), (4, False, 2048), (4, True, 2048)],
     "3.4": [4, 3],
+    "4.1": [8, 768, "12"],
+    "4.2": [True, "yes"],
+    "4.3": ["ttft", "correct"],
+    "4.4": ["faster"],
     "6.1": ["fifo", "fair", "FIFO"],
     "6.2": ["priority", "fifo", "sjf"],
     "6.3": [6, 8, 0],

@@ -48,3 +48,39 @@ def test_queue_burst_refuses_past_the_bound():
     deep = notebook.queue_burst(cfg, "Hi.", 4, 4)
     assert (deep["outcome"] == "served").all()
     assert deep["answer_s"].is_monotonic_increasing
+
+
+def _worksheet():
+    return pd.DataFrame({
+        "kv_mode": ["split", "split", "unified", "split"], "slots": [1, 2, 2, 4],
+        "workload": ["short", "short", "short", "long"],
+        "output_tok_s": [10.0, 15.0, 8.0, float("nan")],
+        "completion_p50_s": [2.0, 2.6, 1.0, float("nan")], "errors": [0, 0, 0, 12],
+        "verdict": ["pass", "pass", "pass", "fail: fits context"]})
+
+
+def test_read_worksheet_compares_with_one_slot():
+    r = notebook.read_worksheet(_worksheet())
+    assert r["tok_s_vs_1_slot"].tolist()[:3] == pytest.approx([1.0, 1.5, 0.8])
+    assert r["single_requests_slower"].tolist()[:3] == [False, True, False]
+    assert pd.isna(r["tok_s_vs_1_slot"].iloc[3])        # no 1-slot long run, and it failed
+    lines = notebook.findings(r)
+    assert any("split, 2 slots: total tok/s rose (x1.50" in x and "(slower)" in x for x in lines)
+    assert any("unified, 2 slots: total tok/s did not rise" in x for x in lines)
+    assert any("long, split, 4 slots: 12 request(s) failed" in x for x in lines)
+
+
+def test_gates_panel_follows_the_threshold():
+    rows = pd.DataFrame({
+        "run_id": ["a"] * 2, "round": [0, 0], "server": ["labkit"] * 2, "model_sha256": ["x"] * 2,
+        "kv_mode": ["split"] * 2, "pool_n_ctx": [4096] * 2, "slots": [1] * 2,
+        "n_ctx_slot": [4096] * 2, "in_flight": [1] * 2, "load": ["closed"] * 2,
+        "workload": ["short"] * 2, "cache_prompt": [False] * 2, "wall_s": [4.0] * 2,
+        "peak_memory_bytes": [2**28] * 2, "memory_label": ["rss"] * 2,
+        "error": [None, None], "finish_reason": ["stop"] * 2, "prompt_tokens": [100, 100],
+        "completion_tokens": [20, 20], "ttft_s": [0.5, 1.5], "completion_s": [1.0, 2.0],
+        "correct": [True, True]})
+    p = widgets.gates_panel(rows, ttft_threshold_s=10)
+    assert p.result["verdict"].tolist() == ["pass"]
+    p.update(ttft_threshold_s=1.0)
+    assert p.result["verdict"].tolist() == ["fail: TTFT ok"]
