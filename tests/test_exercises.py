@@ -14,7 +14,7 @@ from labkit.exercises import CORRECT, UNANSWERED, WRONG, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {"0": "00_setup", "1": "01_restaurant", "2": "02_kv_bytes", "3": "03_split_vs_unified",
-             "4": "04_slots_live",
+             "4": "04_slots_live", "5": "05_counterexamples",
              "6": "06_scheduling"}
 ANSWER_LINE = re.compile(r"^(answer_(\d+)_(\d+)) = \.\.\.\s*$", re.M)
 
@@ -41,6 +41,10 @@ WRONG_ANSWERS = {
     "4.2": [True, "yes"],
     "4.3": ["ttft", "correct"],
     "4.4": ["faster"],
+    "5.1": ["slots", "kv_unified"],
+    "5.2": ["finish_reason"],
+    "5.3": [8, 9, 5],
+    "5.4": [760, 780, 700],
     "6.1": ["fifo", "fair", "FIFO"],
     "6.2": ["priority", "fifo", "sjf"],
     "6.3": [6, 8, 0],
