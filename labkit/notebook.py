@@ -573,3 +573,90 @@ def prefix_cache_rows(server, workload, *, cache_prompt: bool, max_tokens: int =
                      "prompt_n": t.get("prompt_n"), "cache_n": t.get("cache_n", 0),
                      "prompt_ms": t.get("prompt_ms")})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- capacity planning (notebook 07)
+
+def get_trace(server, since: int = 0, kind: str = "steps"):
+    """labkit's server's step trace (``GET /trace``) as a DataFrame, from step ``since`` on."""
+    import httpx
+    import pandas as pd
+    r = httpx.get(server.base_url + "/trace", params={"kind": kind, "since": since}, timeout=60)
+    r.raise_for_status()
+    return pd.DataFrame(r.json())
+
+
+def replay(rows, cost, slots: int, *, kv=None):
+    """Simulate the requests of a bench run (``prompt_tokens`` and ``completion_tokens`` of each
+    row that was answered) all arriving at once, on ``slots`` slots with step cost ``cost``: what
+    the simulator predicts for a closed-loop run with as many requests in flight as slots."""
+    from . import sim
+    ok = rows[rows["error"].isna()]
+    reqs = [{"id": i, "arrival": 0.0, "prompt_tokens": int(p), "output_tokens": max(1, int(c))}
+            for i, (p, c) in enumerate(zip(ok["prompt_tokens"], ok["completion_tokens"]))]
+    return sim.simulate(reqs, slots=slots, cost=cost, kv=kv)
+
+
+def prediction_error(measured: dict, predicted: dict):
+    """One row per quantity: measured, predicted, and (predicted - measured) / measured."""
+    import pandas as pd
+    rows = []
+    for k, m in measured.items():
+        p = predicted[k]
+        rows.append({"quantity": k, "measured": m, "predicted": p,
+                     "error": (p - m) / m if m else float("nan")})
+    return pd.DataFrame(rows).set_index("quantity")
+
+
+# Share of the peak hour's traffic in each hour of a working day (0:00 .. 23:00): quiet at night,
+# a morning ramp, a lunch dip, an afternoon peak. A shape to edit, not a measurement.
+DAY_PROFILE = (0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.8, 1.0, 0.95, 0.85,
+               0.6, 0.85, 1.0, 0.95, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07)
+
+
+def day_of_traffic(peak_rate: float, *, profile=DAY_PROFILE, prompt=180, output=64,
+                   seed: int = 0):
+    """Poisson arrivals hour by hour: hour h gets ``peak_rate * profile[h]`` requests/s.
+    ``prompt`` / ``output``: token lengths (an int or a labkit.sim length distribution)."""
+    import dataclasses
+
+    from . import sim
+    reqs = []
+    for h, share in enumerate(profile):
+        rate = peak_rate * share
+        n = int(round(rate * 3600))
+        if n == 0:
+            continue
+        for r in sim.poisson(n, rate=rate, prompt=prompt, output=output, seed=seed + h):
+            if r.arrival < 3600:
+                reqs.append(dataclasses.replace(r, arrival=r.arrival + 3600 * h, id=len(reqs)))
+    return reqs
+
+
+def hourly(result):
+    """Per hour of a simulated day: requests, TTFT p50/p99 and the deepest queue."""
+    import numpy as np
+    import pandas as pd
+    req = result.requests.assign(hour=(result.requests["arrival"] // 3600).astype(int))
+    q = result.queue_depth().assign(hour=lambda d: (d["t"] // 3600).astype(int))
+    out = req.groupby("hour").agg(requests=("id", "size"),
+                                  ttft_p50=("ttft", "median"),
+                                  ttft_p99=("ttft", lambda s: float(np.nanpercentile(s, 99))))
+    out["max_queue"] = q.groupby("hour")["queue_depth"].max().reindex(out.index).fillna(0).astype(int)
+    return out
+
+
+def rent_vs_buy(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
+                hours_per_month: float, months: int = 36):
+    """Cumulative cost of buying (price up front + running cost each month) and renting (hours x
+    hourly rate each month) over ``months``, and the break-even month (None if renting stays
+    cheaper over the horizon). Every input is yours: quotes, power bills, measured hours."""
+    import pandas as pd
+    m = pd.RangeIndex(0, months + 1, name="month")
+    buy = buy_price + buy_running_per_month * m.to_numpy()
+    rent = rent_per_hour * hours_per_month * m.to_numpy()
+    table = pd.DataFrame({"buy": buy, "rent": rent}, index=m)
+    monthly_gap = rent_per_hour * hours_per_month - buy_running_per_month
+    even = buy_price / monthly_gap if monthly_gap > 0 else None
+    return {"table": table, "break_even_months": even,
+            "break_even_hours": even * hours_per_month if even is not None else None}

@@ -366,3 +366,37 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
     return Panel(compute, {"ttft_threshold_s": Control("float", 0.1, round(hi, 1), 0.1,
                                                        description="TTFT limit s")},
                  {"ttft_threshold_s": ttft_threshold_s}, draw, title="The three gates")
+
+
+# ---------------------------------------------------------------------------- notebook 07: rent or buy
+
+def rent_buy_panel(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
+                   hours_per_month: float, months: int = 36) -> Panel:
+    """Your quotes and hours -> cumulative cost of buying and renting, and the break-even point
+    (notebook 07). ``result`` is :func:`labkit.notebook.rent_vs_buy`'s dict."""
+    from .notebook import rent_vs_buy
+
+    def compute(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months):
+        return rent_vs_buy(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months)
+
+    def draw(fig, r, values):
+        ax = fig.subplots()
+        r["table"].plot(ax=ax)
+        even = r["break_even_months"]
+        ax.set_title("break-even after %s" % (f"{even:.1f} months" if even is not None
+                                              else "never (renting stays cheaper)"))
+        ax.set_xlabel("month"); ax.set_ylabel("cumulative cost (your currency)")
+        ax.grid(alpha=0.3)
+
+    hi_price = max(1.0, buy_price * 4)
+    return Panel(compute, {
+        "buy_price": Control("float", 0.0, hi_price, hi_price / 200, description="buy price"),
+        "buy_running_per_month": Control("float", 0.0, max(1.0, buy_running_per_month * 4), 1.0,
+                                         description="running/month"),
+        "rent_per_hour": Control("float", 0.0, max(1.0, rent_per_hour * 4), 0.01,
+                                 description="rent/hour"),
+        "hours_per_month": Control("float", 0.0, 744.0, 1.0, description="hours/month"),
+        "months": Control("int", 1, 120, 1, description="months"),
+    }, {"buy_price": buy_price, "buy_running_per_month": buy_running_per_month,
+        "rent_per_hour": rent_per_hour, "hours_per_month": hours_per_month, "months": months},
+        draw, title="Rent or buy")

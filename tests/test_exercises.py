@@ -15,7 +15,7 @@ from labkit.exercises import CORRECT, UNANSWERED, WRONG, evaluate
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {"0": "00_setup", "1": "01_restaurant", "2": "02_kv_bytes", "3": "03_split_vs_unified",
              "4": "04_slots_live", "5": "05_counterexamples",
-             "6": "06_scheduling"}
+             "6": "06_scheduling", "7": "07_capacity_planning"}
 ANSWER_LINE = re.compile(r"^(answer_(\d+)_(\d+)) = \.\.\.\s*$", re.M)
 
 # Plausible mistakes, one (or more) per exercise.
@@ -49,6 +49,10 @@ WRONG_ANSWERS = {
     "6.2": ["priority", "fifo", "sjf"],
     "6.3": [6, 8, 0],
     "6.4": ["up", "higher"],
+    "7.1": [2 / 12, -0.2, -16.67],
+    "7.2": [0.016, 0.096],
+    "7.3": [10000 / 600, 100],
+    "7.4": ["bursts"],
 }
 
 

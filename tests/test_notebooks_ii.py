@@ -84,3 +84,40 @@ def test_gates_panel_follows_the_threshold():
     assert p.result["verdict"].tolist() == ["pass"]
     p.update(ttft_threshold_s=1.0)
     assert p.result["verdict"].tolist() == ["fail: TTFT ok"]
+
+
+def test_rent_vs_buy_break_even():
+    r = notebook.rent_vs_buy(10000, 100, 2.0, 300, months=36)     # rent 600 a month
+    assert r["break_even_months"] == pytest.approx(20)
+    assert r["break_even_hours"] == pytest.approx(6000)
+    t = r["table"]
+    assert t.loc[0, "buy"] == 10000 and t.loc[0, "rent"] == 0
+    assert t.loc[20, "buy"] == pytest.approx(t.loc[20, "rent"])
+    assert notebook.rent_vs_buy(10000, 700, 2.0, 300)["break_even_months"] is None
+    p = widgets.rent_buy_panel(10000, 100, 2.0, 300)
+    p.update(hours_per_month=600)
+    assert p.result["break_even_months"] == pytest.approx(10000 / 1100)
+
+
+def test_day_of_traffic_follows_the_profile():
+    from labkit import sim
+    day = notebook.day_of_traffic(0.5, profile=(0.0, 1.0, 0.2), prompt=50, output=10)
+    hours = pd.Series([int(r.arrival // 3600) for r in day]).value_counts()
+    # n = rate x 3600 arrivals are drawn per hour; those past the hour's end are dropped
+    assert 0 not in hours.index and 1700 <= hours[1] <= 1800 and 320 <= hours[2] <= 360
+    res = sim.simulate(day, slots=2, cost=sim.StepCost(0.01, 0.0, 0.001, 0.0))
+    h = notebook.hourly(res)
+    assert h["requests"].to_dict() == hours.sort_index().to_dict()
+    assert (h["max_queue"] >= 0).all()
+
+
+def test_replay_and_prediction_error():
+    from labkit import sim
+    rows = pd.DataFrame({"error": [None, None, "HTTP 400"], "prompt_tokens": [100, 100, 5000],
+                         "completion_tokens": [10, 10, 0]})
+    res = notebook.replay(rows, sim.StepCost(0.01, 0.0, 0.0, 0.0), slots=2)
+    assert len(res.requests) == 2                      # the refused request is not replayed
+    # one prefill step for both, then 9 decode steps: 10 steps of 0.01 s
+    assert res.steps["dur_s"].sum() == pytest.approx(0.1)
+    e = notebook.prediction_error({"x": 12.0}, {"x": 10.0})
+    assert e.loc["x", "error"] == pytest.approx(-1 / 6)

@@ -127,4 +127,4 @@ def as_word(x) -> str:
     return " ".join(x.strip().lower().replace("_", " ").replace("-", " ").split())
 
 
-from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06  # noqa: E402,F401  (register the exercises)
+from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07  # noqa: E402,F401  (register the exercises)
