@@ -400,3 +400,25 @@ def rent_buy_panel(buy_price: float, buy_running_per_month: float, rent_per_hour
     }, {"buy_price": buy_price, "buy_running_per_month": buy_running_per_month,
         "rent_per_hour": rent_per_hour, "hours_per_month": hours_per_month, "months": months},
         draw, title="Rent or buy")
+
+
+# ---------------------------------------------------------------------------- classroom
+
+CLASSROOM_METRICS = ("output_tok_s", "ttft_p50_s", "ttft_max_s", "completion_p50_s",
+                     "sampled_peak_mib", "correct")
+
+
+def classroom_panel(merged, metric: str = "output_tok_s") -> Panel:
+    """Pick a worksheet column -> the learner x configuration table and grouped bars
+    (the classroom notebook). ``merged``: :func:`labkit.classroom.merge`'s table."""
+    from . import classroom
+    metrics = tuple(m for m in CLASSROOM_METRICS if m in merged.columns)
+
+    def compute(metric):
+        return classroom.comparison(merged, metric)
+
+    def draw(fig, table, values):
+        classroom.plot(merged, values["metric"], ax=fig.subplots())
+
+    return Panel(compute, {"metric": Control("choice", options=metrics, description="column")},
+                 {"metric": metric}, draw, title="Classroom comparison")

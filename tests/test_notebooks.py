@@ -11,7 +11,7 @@ import pytest
 from labkit import notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[0-9]_*.ipynb")) + sorted((ROOT / "notebooks").glob("classroom.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[0-9]_*.ipynb"))
 
 
 def test_the_notebooks_exist():
