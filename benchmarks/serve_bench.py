@@ -1,0 +1,528 @@
+#!/usr/bin/env python
+"""Serving speed: labkit's server against llama.cpp's llama-server and llama_cpp.server.
+
+The same embedded model, the same machine, the same threads, the same client and the same
+12-request workload (labkit.bench: the short set, temperature 0, cache_prompt false, as many
+requests in flight as the server has slots). Every round starts a fresh server for each
+(server, slot count) and alternates the servers, rotating their order from round to round,
+so a warm or a busy machine does not always favour the same one. llama_cpp.server answers
+one request at a time: it runs once per in-flight level, with no slots to set.
+
+The speed reference is a llama-server built from the very llama.cpp sources of the installed
+llama-cpp-python with the same CPU features (benchmarks/build_llama_server.sh), not the
+xllamacpp wheel, which is a generic AVX2 build.
+
+It also runs llama-batched-bench (same build) for -npl 1,2,4 with the workload's median
+prompt and completion lengths: S_TG is a bare lockstep decode loop with no server around it,
+the ceiling a server's aggregate can approach.
+
+    python benchmarks/serve_bench.py                  # 3 rounds, slots 1 2 4, -t 2
+    python benchmarks/serve_bench.py --rounds 5 --out results/serve_bench
+
+The targets checked (performance targets live here, never in timed tests): labkit's
+aggregate tokens/s >= 1.0x llama-server's at every slot count, its median TTFT <= 1.1x, and
+its 4-slot/1-slot gain at least llama-server's.
+
+Before every run it waits until the 1-minute load average is below --max-load (the machine
+is shared); the load at the start of every run is printed and kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from labkit import bench  # noqa: E402
+from labkit.bench.client import RequestSpec, Sampling, stream_one  # noqa: E402
+from labkit.bench.runner import _target_of, measure_target  # noqa: E402
+from labkit.bench.worksheet import run_summary  # noqa: E402
+from labkit.launch import ServerConfig, launch  # noqa: E402
+from labkit.models import resolve_model  # noqa: E402
+
+SERVERS = ("labkit", "llama-server", "llama_cpp.server")
+TARGET_TOK_S, TARGET_TTFT, TARGET_GAIN = 1.0, 1.1, 1.0
+
+
+# ------------------------------------------------------------------------ helpers
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+# The machine is shared: the load average says whether it was quiet when a run started, and
+# a monitor thread says whether it stayed quiet. It counts the CPU time the whole machine
+# spent (/proc/stat) minus what this process and its children (the server) spent: the rest
+# is other people's work. A run during which others used more than --max-foreign cores on
+# average is thrown away and repeated.
+
+_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def _busy_ticks() -> int:
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - (v[4] if len(v) > 4 else 0)      # all but idle and iowait
+
+
+def _own_ticks() -> dict[int, int]:
+    """utime + stime of this process and every descendant, by pid."""
+    stats = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+                stats[int(d)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
+            except (OSError, IndexError, ValueError):
+                pass
+    mine, frontier = {os.getpid()}, [os.getpid()]
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    while frontier:
+        for c in children.get(frontier.pop(), []):
+            if c not in mine:
+                mine.add(c)
+                frontier.append(c)
+    return {pid: stats[pid][1] for pid in mine if pid in stats}
+
+
+class ForeignCPU:
+    """Cores used by processes other than this one and its descendants, averaged over the
+    time between :meth:`start` and :meth:`stop` (sampled every ``interval_s``)."""
+
+    def __init__(self, interval_s: float = 0.5):
+        import threading
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.foreign_ticks = 0
+        self.seconds = 0.0
+
+    def _run(self):
+        busy, own, t = _busy_ticks(), _own_ticks(), time.monotonic()
+        while not self._stop.wait(self.interval_s):
+            busy2, own2, t2 = _busy_ticks(), _own_ticks(), time.monotonic()
+            mine = sum(v - own.get(pid, 0) for pid, v in own2.items())
+            self.foreign_ticks += max(0, (busy2 - busy) - mine)
+            self.seconds += t2 - t
+            busy, own, t = busy2, own2, t2
+
+    def start(self) -> "ForeignCPU":
+        self._thread.start()
+        return self
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.cores
+
+    @property
+    def cores(self) -> float:
+        return self.foreign_ticks / _HZ / self.seconds if self.seconds else float("nan")
+
+
+def foreign_now(window_s: float = 3.0) -> float:
+    m = ForeignCPU().start()
+    time.sleep(window_s)
+    return m.stop()
+
+
+def wait_for_quiet(max_load: float, max_foreign: float = 0.25, poll_s: float = 10.0,
+                   max_wait_s: float = 3600.0) -> float:
+    """Sleep until the 1-minute load average is below ``max_load`` and other processes use
+    less than ``max_foreign`` cores; return the load average."""
+    t0 = time.monotonic()
+    while True:
+        la = load1()
+        if not max_load:
+            return la
+        if la < max_load:
+            fc = foreign_now()
+            if fc < max_foreign:
+                return load1()
+            print(f"  load {la:.2f}, but others use {fc:.2f} cores: waiting", file=sys.stderr)
+        else:
+            print(f"  waiting for load < {max_load} (now {la:.2f})", file=sys.stderr)
+        if time.monotonic() - t0 > max_wait_s:
+            print(f"  (gave up waiting: load {la:.2f})", file=sys.stderr)
+            return la
+        time.sleep(poll_s)
+
+
+def reference_bin() -> Path:
+    import llama_cpp
+    root = Path(os.environ.get("LABKIT_CACHE", Path.home() / ".cache" / "labkit"))
+    return root / f"llama.cpp-{llama_cpp.__version__}" / "build" / "bin"
+
+
+def _run_text(cmd: list[str], timeout: float = 60) -> str:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return (p.stdout + p.stderr).strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unavailable ({exc})"
+
+
+def versions(bin_dir: Path) -> dict:
+    from importlib.metadata import version
+    out = {"python": platform.python_version()}
+    for pkg in ("labkit", "llama_cpp_python", "xllamacpp", "uvicorn", "starlette"):
+        try:
+            out[pkg] = version(pkg)
+        except Exception:
+            out[pkg] = "not installed"
+    v = _run_text([str(bin_dir / "llama-server"), "--version"])
+    out["llama-server"] = " ".join(line.strip() for line in v.splitlines()
+                                   if line.startswith(("version", "built with")))
+    import llama_cpp
+    out["llama_cpp system_info"] = llama_cpp.llama_print_system_info().decode().strip()
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    out["cpu"] = f"{cpu} ({os.cpu_count()} logical CPUs)"
+    return out
+
+
+def server_config(kind: str, slots: int, a, bin_dir: Path) -> ServerConfig:
+    if kind == "llama_cpp.server":
+        # Serial: no slots. Same context, threads and batch sizes; flash attention on, as
+        # llama.cpp's "auto" resolves on this CPU; logits only for the last prompt token,
+        # as the other two servers compute them; and queue concurrent requests instead of
+        # cutting off the one being streamed (its default, interrupt_requests=True, would
+        # truncate answers as soon as two requests are in flight).
+        return ServerConfig(kind=kind, n_ctx=a.n_ctx, n_batch=a.batch, n_ubatch=a.ubatch,
+                            n_threads=a.threads, extra_args=(
+                                "--n_ubatch", str(a.ubatch), "--n_threads_batch", str(a.threads),
+                                "--flash_attn", "true", "--logits_all", "false",
+                                "--interrupt_requests", "false"))
+    return ServerConfig(kind=kind, n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
+                        n_batch=a.batch, n_ubatch=a.ubatch, n_threads=a.threads,
+                        binary=str(bin_dir / "llama-server") if kind == "llama-server" else None)
+
+
+def warmup(base_url: str, wl, sampling: Sampling) -> None:
+    import httpx
+    spec = RequestSpec(-1, "warmup", wl.prompt.warmup_messages())
+    with httpx.Client(timeout=600) as c:
+        for _ in range(2):
+            stream_one(c, base_url + "/v1/chat/completions", sampling.body(spec.messages), spec,
+                       time.perf_counter(), require_usage=sampling.require_usage)
+
+
+def one_run(kind, slots, a, bin_dir, wl, round_) -> tuple[pd.DataFrame, dict]:
+    """One measured run on a fresh server; repeated while other processes disturb it."""
+    cfg = server_config(kind, slots, a, bin_dir)
+    sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
+                        response_format=wl.prompt.response_format,
+                        require_usage=kind != "llama_cpp.server")
+    discarded = 0
+    while True:
+        la = wait_for_quiet(a.max_load, a.max_foreign)
+        with launch(cfg) as srv:
+            target = _target_of(srv)
+            warmup(srv.base_url, wl, sampling)
+            mon = ForeignCPU().start()
+            rows, _, info = measure_target(target, wl, slots, sampling=sampling, warmup=False,
+                                           round_=round_, sample_memory=False)
+            foreign = mon.stop()
+        if not a.max_load or foreign <= a.max_foreign or discarded >= a.max_retries:
+            break
+        discarded += 1
+        print(f"  discarded {kind} at {slots} slots: other processes used {foreign:.2f} "
+              f"cores during the run", file=sys.stderr)
+    rows["bench_server"], rows["bench_slots"], rows["load1"] = kind, slots, la
+    rows["foreign_cores"], rows["discarded"] = foreign, discarded
+    return rows, {**info, "command": " ".join(shlex.quote(c) for c in srv.command),
+                  "foreign_cores": foreign, "discarded": discarded}
+
+
+# ------------------------------------------------------------------ batched-bench
+
+_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|"
+                  r"\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|"
+                  r"\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|")
+
+
+def batched_bench(bin_dir: Path, model: str, a, npp: int, ntg: int, npl=(1, 2, 4)):
+    """Run llama-batched-bench once; one row per -npl value (S_PP, S_TG, S in tokens/s)."""
+    cmd = [str(bin_dir / "llama-batched-bench"), "-m", model, "-c", str(a.n_ctx),
+           "-b", str(a.batch), "-ub", str(a.ubatch), "-t", str(a.threads), "-fa", "auto",
+           "-ngl", "0", "--no-kv-unified", "-npp", str(npp), "-ntg", str(ntg), "-npl", ",".join(map(str, npl))]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    rows = []
+    for line in p.stdout.splitlines():
+        m = _ROW.match(line.strip())
+        if m:
+            v = m.groups()
+            rows.append({"PP": int(v[0]), "TG": int(v[1]), "B": int(v[2]), "N_KV": int(v[3]),
+                         "T_PP_s": float(v[4]), "S_PP": float(v[5]), "T_TG_s": float(v[6]),
+                         "S_TG": float(v[7]), "T_s": float(v[8]), "S": float(v[9])})
+    if not rows:
+        raise RuntimeError(f"llama-batched-bench printed no table:\n{p.stdout}\n{p.stderr[-3000:]}")
+    return pd.DataFrame(rows), " ".join(shlex.quote(c) for c in cmd)
+
+
+# ------------------------------------------------------------------------- report
+
+def fmt(x, spec=".1f"):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    runs = run_summary(rows)
+    meta = rows.groupby("run_id", sort=False).agg(
+        bench_server=("bench_server", "first"), bench_slots=("bench_slots", "first"),
+        load1=("load1", "first"), completion_tokens=("completion_tokens", "sum"))
+    runs = runs.merge(meta, left_on="run_id", right_index=True)
+    ttft_mean = rows.assign(t=pd.to_numeric(rows["ttft_s"], errors="coerce")) \
+        .groupby("run_id")["t"].mean().rename("ttft_mean_s")
+    runs = runs.merge(ttft_mean, left_on="run_id", right_index=True)
+    out = []
+    for (kind, n), g in runs.groupby(["bench_server", "bench_slots"], sort=False):
+        out.append({"server": kind, "slots": int(n), "rounds": len(g),
+                    "tok_s": g["output_tok_s"].median(),
+                    "tok_s_rounds": " / ".join(fmt(v) for v in g["output_tok_s"]),
+                    "ttft_p50_ms": g["ttft_p50_s"].median() * 1e3,
+                    "ttft_rounds_ms": " / ".join(fmt(v * 1e3, ".0f") for v in g["ttft_p50_s"]),
+                    "ttft_mean_ms": g["ttft_mean_s"].median() * 1e3,
+                    "completion_tokens": g["completion_tokens"].median(),
+                    "correct": f"{int(g['correct'].min())}-{int(g['correct'].max())}/"
+                               f"{int(g['n_requests'].iloc[0])}",
+                    "errors": int(g["errors"].sum()),
+                    "load1": " / ".join(fmt(v, ".2f") for v in g["load1"])})
+    return pd.DataFrame(out)
+
+
+def same_answers(rows: pd.DataFrame, a: str, b: str) -> str:
+    """How many requests got the same text from servers a and b (same round, same slots)."""
+    k = ["round", "bench_slots", "index"]
+    x = rows[rows["bench_server"] == a].set_index(k)["answer"]
+    y = rows[rows["bench_server"] == b].set_index(k)["answer"]
+    common = x.index.intersection(y.index)
+    same = int((x.loc[common] == y.loc[common]).sum())
+    return f"{same}/{len(common)}"
+
+
+def report(summary: pd.DataFrame, rows: pd.DataFrame, bb: pd.DataFrame | None, slots) -> str:
+    s = summary.set_index(["server", "slots"])
+    lines = ["| server | slots (in flight) | output tok/s (median) | per round | "
+             "TTFT p50 ms (median) | per round | TTFT mean ms | completion tokens | correct | "
+             "errors |",
+             "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
+    for _, r in summary.sort_values(["slots", "server"]).iterrows():
+        lines.append(f"| {r.server} | {r.slots} | {fmt(r.tok_s)} | {r.tok_s_rounds} | "
+                     f"{fmt(r.ttft_p50_ms, '.0f')} | {r.ttft_rounds_ms} | "
+                     f"{fmt(r.ttft_mean_ms, '.0f')} | "
+                     f"{fmt(r.completion_tokens, '.0f')} | {r.correct} | {r.errors} |")
+    lines += ["", "Ratios (labkit / llama-server; target: tok/s >= 1.00x, TTFT p50 <= 1.10x):", "",
+              "| slots | tok/s ratio | meets | TTFT p50 ratio | meets | labkit / llama_cpp.server tok/s |",
+              "|---:|---:|---|---:|---|---:|"]
+    for n in slots:
+        try:
+            lk, ls = s.loc[("labkit", n)], s.loc[("llama-server", n)]
+        except KeyError:
+            continue
+        rt, rf = lk.tok_s / ls.tok_s, lk.ttft_p50_ms / ls.ttft_p50_ms
+        serial = (lk.tok_s / s.loc[("llama_cpp.server", n)].tok_s
+                  if ("llama_cpp.server", n) in s.index else float("nan"))
+        lines.append(f"| {n} | {rt:.3f}x | {'yes' if rt >= TARGET_TOK_S else 'NO'} | "
+                     f"{rf:.3f}x | {'yes' if rf <= TARGET_TTFT else 'NO'} | {fmt(serial, '.2f')}x |")
+    lo, hi = min(slots), max(slots)
+    gains = {}
+    for kind in SERVERS:
+        if (kind, lo) in s.index and (kind, hi) in s.index:
+            gains[kind] = s.loc[(kind, hi)].tok_s / s.loc[(kind, lo)].tok_s
+    if "labkit" in gains and "llama-server" in gains:
+        ok = gains["labkit"] >= TARGET_GAIN * gains["llama-server"]
+        lines += ["", f"{hi}-slot / {lo}-slot gain: " + ", ".join(
+            f"{k} {v:.2f}x" for k, v in gains.items())
+            + f" (target: labkit's >= llama-server's: {'yes' if ok else 'NO'})"]
+    if {"labkit", "llama-server"} <= set(rows["bench_server"]):
+        lines += ["", "Same answer text, labkit vs llama-server (same round and slots): "
+                  + same_answers(rows, "labkit", "llama-server")
+                  + "; labkit vs llama_cpp.server: " + same_answers(rows, "labkit",
+                                                                    "llama_cpp.server")]
+    if bb is not None:
+        lines += ["", "llama-batched-bench (same build; bare lockstep decode, no server):", "",
+                  "| -npl | PP | TG | S_PP t/s | S_TG t/s | S t/s (PP+TG) | "
+                  "B x TG / T (output tok/s, prefill included) |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in bb.itertuples():
+            lines.append(f"| {int(r.B)} | {int(r.PP)} | {int(r.TG)} | {r.S_PP:.1f} | "
+                         f"{r.S_TG:.1f} | {r.S:.1f} | {r.B * r.TG / r.T_s:.1f} |")
+        lines += ["", "Serving overhead: a server's aggregate output tok/s / the bare loop's "
+                  "(S_TG: decode only; B x TG / T: prompt and decode, as the workload does):", "",
+                  "| slots | server | vs S_TG | vs B x TG / T |", "|---:|---|---:|---:|"]
+        for r in bb.itertuples():
+            for k in ("labkit", "llama-server"):
+                if (k, int(r.B)) in s.index:
+                    agg = s.loc[(k, int(r.B))].tok_s
+                    lines.append(f"| {int(r.B)} | {k} | {agg / r.S_TG:.2f} | "
+                                 f"{agg / (r.B * r.TG / r.T_s):.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--servers", nargs="+", default=list(SERVERS), choices=SERVERS)
+    p.add_argument("--threads", "-t", type=int, default=2)
+    p.add_argument("--n-ctx", type=int, default=4096)
+    p.add_argument("--batch", "-b", type=int, default=2048)
+    p.add_argument("--ubatch", "-ub", type=int, default=512)
+    p.add_argument("--workload", default="short")
+    p.add_argument("--docs", type=int, default=None, help="first N documents only")
+    p.add_argument("--bin-dir", default=None,
+                   help="folder with llama-server and llama-batched-bench "
+                        "(default: benchmarks/build_llama_server.sh's)")
+    p.add_argument("--batched-bench-reps", type=int, default=3,
+                   help="llama-batched-bench runs (median S_TG); 0 skips it")
+    p.add_argument("--max-load", type=float, default=1.5,
+                   help="wait before each run until the 1-minute load average is below this "
+                        "(0: do not wait)")
+    p.add_argument("--max-foreign", type=float, default=0.25,
+                   help="most CPU cores other processes may use, on average, during a run "
+                        "before it is thrown away and repeated")
+    p.add_argument("--max-retries", type=int, default=5)
+    p.add_argument("--out", default=None, help="folder for rows.csv, runs.csv, summary.csv")
+    p.add_argument("--report-from", default=None, metavar="DIR",
+                   help="measure nothing: print the report again from a run saved with --out")
+    a = p.parse_args(argv)
+    if a.report_from:
+        return report_from(Path(a.report_from), a)
+
+    bin_dir = Path(a.bin_dir) if a.bin_dir else reference_bin()
+    if "llama-server" in a.servers and not (bin_dir / "llama-server").exists():
+        sys.exit(f"no llama-server in {bin_dir}: run bash benchmarks/build_llama_server.sh")
+    wl = bench.load_workload(a.workload)
+    if a.docs:
+        wl = wl.head(a.docs)
+    model = str(resolve_model(None))
+    started = dt.datetime.now().astimezone()
+    cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
+                                   + (argv if argv is not None else sys.argv[1:]))
+    print(f"{cmdline}\n{started:%Y-%m-%d %H:%M %Z}; load average at start "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+
+    all_rows, runs = [], []
+    for r in range(a.rounds):
+        for j, n in enumerate(a.slots):
+            k = (r + j) % len(a.servers)
+            for kind in a.servers[k:] + a.servers[:k]:
+                rows, info = one_run(kind, n, a, bin_dir, wl, r)
+                rr = run_summary(rows).iloc[0]
+                print(f"round {r + 1}/{a.rounds} slots {n} {kind:17s} "
+                      f"{rr.output_tok_s:7.1f} tok/s  TTFT p50 {rr.ttft_p50_s * 1e3:6.0f} ms  "
+                      f"errors {rr.errors}  load {rows['load1'].iloc[0]:.2f}  "
+                      f"others {info['foreign_cores']:.2f} cores", file=sys.stderr)
+                all_rows.append(rows)
+                runs.append({"round": r, "server": kind, "slots": n, "command": info["command"],
+                             "load1": float(rows["load1"].iloc[0]),
+                             "foreign_cores": info["foreign_cores"],
+                             "discarded": info["discarded"]})
+    rows = pd.concat(all_rows, ignore_index=True)
+    summary = summarize(rows)
+
+    bb, bb_cmd, bb_all = None, None, []
+    if a.batched_bench_reps and (bin_dir / "llama-batched-bench").exists():
+        lk = rows[rows["bench_server"] == "labkit"]
+        npp = int(round(pd.to_numeric(lk["prompt_tokens"]).median()))
+        ntg = int(round(pd.to_numeric(lk["completion_tokens"]).median()))
+        for _ in range(a.batched_bench_reps):
+            for _try in range(a.max_retries + 1):
+                wait_for_quiet(a.max_load, a.max_foreign)
+                mon = ForeignCPU().start()
+                df, bb_cmd = batched_bench(bin_dir, model, a, npp, ntg,
+                                           tuple(sorted(set(a.slots))))
+                foreign = mon.stop()
+                if not a.max_load or foreign <= a.max_foreign:
+                    break
+                print(f"  discarded a batched-bench run: others used {foreign:.2f} cores",
+                      file=sys.stderr)
+            bb_all.append(df)
+        allbb = pd.concat(bb_all)
+        bb = allbb.groupby("B", as_index=False).median(numeric_only=True)
+        for c in ("PP", "TG", "B", "N_KV"):
+            bb[c] = bb[c].astype(int)
+
+    ended = dt.datetime.now().astimezone()
+    text = report(summary, rows, bb, a.slots)
+    v = versions(bin_dir)
+    head = [f"Command: `{cmdline}`",
+            f"Date: {started:%Y-%m-%d %H:%M}-{ended:%H:%M %Z}; 1-minute load average at the "
+            f"start of each run: {min(x['load1'] for x in runs):.2f}-"
+            f"{max(x['load1'] for x in runs):.2f} (waited for < {a.max_load}); other "
+            f"processes' CPU during the kept runs: {max(x['foreign_cores'] for x in runs):.2f} "
+            f"cores at most; runs discarded and repeated because others were busy: "
+            f"{sum(x['discarded'] for x in runs)}",
+            f"Workload: {wl.name}, {len(wl)} requests, closed loop, in flight = slots, "
+            f"temperature 0, cache_prompt false, max_tokens {wl.prompt.max_tokens}; "
+            f"-c {a.n_ctx} (split KV) -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
+            f"{a.rounds} rounds, fresh server per run, servers alternated",
+            f"Reference: {bin_dir}/llama-server ({v['llama-server']})",
+            "Versions: " + ", ".join(f"{k} {v[k]}" for k in
+                                     ("python", "labkit", "llama_cpp_python", "uvicorn",
+                                      "starlette")),
+            f"CPU: {v['cpu']}; llama.cpp: {v['llama_cpp system_info']}"]
+    if bb_cmd:
+        head.append(f"batched-bench: `{bb_cmd}` (median of {a.batched_bench_reps} runs)")
+    print("\n".join(head) + "\n\n" + text)
+    print("\nExample server commands:", file=sys.stderr)
+    seen = set()
+    for x in runs:
+        if (x["server"], x["slots"]) not in seen:
+            seen.add((x["server"], x["slots"]))
+            print(f"  {x['command']}", file=sys.stderr)
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        rows.drop(columns=["usage", "timings"], errors="ignore").to_csv(out / "rows.csv",
+                                                                         index=False)
+        pd.DataFrame(runs).to_csv(out / "runs.csv", index=False)
+        summary.to_csv(out / "summary.csv", index=False)
+        if bb_all:
+            pd.concat(bb_all).to_csv(out / "batched_bench.csv", index=False)
+        (out / "report.md").write_text("\n".join(head) + "\n\n" + text + "\n")
+        (out / "header.txt").write_text("\n".join(head) + "\n")
+    return 0
+
+
+def report_from(d: Path, a) -> int:
+    """Re-render the report of a saved run (its header lines are kept as they were)."""
+    rows = pd.read_csv(d / "rows.csv")
+    runs = pd.read_csv(d / "runs.csv")
+    bb = None
+    if (d / "batched_bench.csv").exists():
+        allbb = pd.read_csv(d / "batched_bench.csv")
+        bb = allbb.groupby("B", as_index=False).median(numeric_only=True)
+    header = (d / "header.txt") if (d / "header.txt").exists() else d / "report.md"
+    head = header.read_text().split("\n\n")[0]
+    slots = sorted(int(x) for x in runs["slots"].unique())
+    print(head + "\n\n" + report(summarize(rows), rows, bb, slots))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
