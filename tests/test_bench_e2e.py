@@ -39,3 +39,21 @@ def test_labkit_bench_quick_end_to_end(tmp_path, monkeypatch, capsys):
     for name in ("throughput_vs_slots", "ttft_per_request", "timeline", "memory_over_time"):
         assert (out / "plots" / f"{name}.png").stat().st_size > 1000
     assert (out / "worksheet.md").read_text().count("\n| labkit") == 2
+
+
+@pytest.mark.slow
+def test_labkit_bench_measures_a_running_server_by_url(tmp_path, capsys):
+    """--base-url: any OpenAI-compatible server someone started, measured as it is."""
+    from labkit.launch import ServerConfig, launch
+    with launch(ServerConfig(n_ctx=2048, n_slots=2, kv_unified=False)) as srv:
+        rc = main(["--base-url", srv.base_url, "--in-flight", "2", "--out", str(tmp_path),
+                   "--no-progress"])
+        printed = capsys.readouterr().out
+    assert rc == 0, printed
+    (out,) = tmp_path.iterdir()
+    ws = pd.read_csv(out / "worksheet.csv")
+    assert len(ws) == 1
+    row = ws.iloc[0]
+    # The per-slot cap and slot count are read back from the server, not assumed.
+    assert (row["slots"], row["n_ctx_slot"], row["in_flight"]) == (2, 1024, 2)
+    assert row["errors"] == 0 and row["correct"] == 2

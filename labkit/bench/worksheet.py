@@ -105,7 +105,9 @@ def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFram
     if runs.empty:
         return runs
     out = []
-    keys = runs[CONFIG_KEYS].astype(str).agg("|".join, axis=1)
+    # str() each value: pandas' string dtype keeps a missing value missing, and a server
+    # measured by URL may leave some config fields (the pool, the KV mode) unknown.
+    keys = runs[CONFIG_KEYS].apply(lambda r: "|".join(map(str, r)), axis=1)
     for _, g in runs.groupby(keys, sort=False):
         g = g.sort_values("round")
         line = {k: g.iloc[0][k] for k in CONFIG_KEYS}
