@@ -197,22 +197,10 @@ def ask(server, text: str, *, max_tokens: int = 32, system: str | None = None,
     """Send one chat request to a running server and return a flat summary:
     ``status`` (HTTP), ``content``, ``finish_reason``, ``usage``, ``timings``, ``error``
     (the server's error object on a refusal), ``wall_s``."""
-    import httpx
     messages = ([{"role": "system", "content": system}] if system else []) + \
                [{"role": "user", "content": text}]
-    body = {"model": "local", "messages": messages, "max_tokens": max_tokens,
-            "temperature": temperature, **extra}
-    t0 = time.perf_counter()
-    r = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=timeout)
-    wall = time.perf_counter() - t0
-    data = r.json()
-    out = {"status": r.status_code, "wall_s": wall, "content": None, "finish_reason": None,
-           "usage": data.get("usage"), "timings": data.get("timings"), "error": data.get("error")}
-    if r.status_code == 200:
-        choice = data["choices"][0]
-        out["content"] = choice["message"]["content"]
-        out["finish_reason"] = choice["finish_reason"]
-    return out
+    return ask_messages(server, messages, max_tokens=max_tokens, temperature=temperature,
+                        timeout=timeout, seed=extra.pop("seed", None), **extra)
 
 
 def count_tokens(server, text: str) -> int:
@@ -488,11 +476,11 @@ def findings(reading) -> list[str]:
 # ---------------------------------------------------------------------------- counterexamples (notebook 05)
 
 def ask_messages(server, messages: list[dict], *, max_tokens: int = 64, temperature: float = 0.0,
-                 timeout: float = 600.0, **extra) -> dict:
+                 timeout: float = 600.0, seed: int | None = 42, **extra) -> dict:
     """:func:`ask` for a whole message list (system, worked example, document...)."""
     import httpx
     body = {"model": "local", "messages": messages, "max_tokens": max_tokens,
-            "temperature": temperature, "seed": 42, **extra}
+            "temperature": temperature, **({"seed": seed} if seed is not None else {}), **extra}
     t0 = time.perf_counter()
     r = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=timeout)
     wall = time.perf_counter() - t0
