@@ -63,6 +63,13 @@ class KVModel:
         self.prefix_cache = prefix_cache
         self.used = 0
 
+    def _prefix_to_keep(self, job) -> int:
+        """Cells of a finished job's shared prefix to keep for a later request (0: none)."""
+        req = job.req
+        if self.prefix_cache and req.prefix_id is not None and req.prefix_tokens > 0:
+            return min(req.prefix_tokens, job.cells)
+        return 0
+
     # -- static limits ---------------------------------------------------------
     @property
     def capacity(self) -> float:
@@ -188,12 +195,10 @@ class SplitKV(KVModel):
         self._keep_prefix(job)
 
     def _keep_prefix(self, job):
-        req = job.req
-        if self.prefix_cache and req.prefix_id is not None and req.prefix_tokens > 0:
-            keep = min(req.prefix_tokens, job.cells)
-            if keep > 0:
-                self.slot_prefix[job.slot] = (req.prefix_id, keep)
-                self.used += keep
+        keep = self._prefix_to_keep(job)
+        if keep > 0:
+            self.slot_prefix[job.slot] = (job.req.prefix_id, keep)
+            self.used += keep
 
 
 class UnifiedKV(KVModel):
@@ -316,12 +321,10 @@ class UnifiedKV(KVModel):
         self.pending -= job.prefill_left
         self.reserved -= job.kv_reserved
         job.kv_reserved = 0
-        req = job.req
-        if self.prefix_cache and req.prefix_id is not None and req.prefix_tokens > 0:
-            keep = min(req.prefix_tokens, job.cells)
-            if keep > 0:
-                self.kept[job.slot] = (req.prefix_id, keep)
-                self.used += keep
+        keep = self._prefix_to_keep(job)
+        if keep > 0:
+            self.kept[job.slot] = (job.req.prefix_id, keep)
+            self.used += keep
 
 
 class _Prefix:
