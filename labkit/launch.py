@@ -37,7 +37,9 @@ from pathlib import Path
 
 import httpx
 
+from . import settings
 from .models import resolve_model
+from .settings import ENGINE, SERVER, settings_fields
 
 KINDS = ("labkit", "xllamacpp", "llama-server", "llama_cpp.server")
 
@@ -46,28 +48,20 @@ class ServerFailedToStart(RuntimeError):
     """The server exited or did not become healthy in time. The message ends with its log tail."""
 
 
-@dataclass(frozen=True)
+# llama-cpp-python's bundled server has flags of its own; these are the settings it takes.
+_LLAMA_CPP_SERVER_FLAGS = {"n_ctx": "--n_ctx", "n_gpu_layers": "--n_gpu_layers",
+                           "n_batch": "--n_batch", "n_threads": "--n_threads",
+                           "alias": "--model_alias"}
+
+
+@settings_fields(ENGINE, SERVER, frozen=True)
 class ServerConfig:
-    """Everything that defines a server run. Field names follow labkit's engine;
-    :meth:`args` turns them into llama-server's flags."""
+    """Everything that defines a server run: which server (``kind``), then every engine and
+    server setting of :data:`labkit.settings.TABLE` as a keyword (``n_ctx``, ``n_slots``,
+    ``alias``, ...), checked here, before any process starts. :meth:`args` turns them into
+    llama-server's flags."""
 
     kind: str = "labkit"
-    model: str | None = None            # None: $LABKIT_MODEL or the embedded model
-    n_ctx: int = 4096
-    n_slots: int | str = 1              # "auto": 4 slots with unified KV, as llama-server
-    kv_unified: bool | None = None      # None: llama-server's rule (unified only with auto)
-    kv_unified_per_slot: int | None = None
-    n_batch: int = 2048
-    n_ubatch: int = 512
-    type_k: str = "f16"
-    type_v: str = "f16"
-    flash_attn: str = "auto"
-    n_gpu_layers: int | str = 0
-    n_threads: int | None = None
-    cont_batching: bool = True
-    max_queue: int | None = None
-    reserve: bool = False
-    alias: str = "local"
     binary: str | None = None           # for kind="llama-server"
     extra_args: tuple[str, ...] = ()
     log_dir: str | None = None          # default: a fresh temporary folder
@@ -76,6 +70,9 @@ class ServerConfig:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown server kind {self.kind!r}; choose one of {', '.join(KINDS)}")
+        if self.kind != "labkit":
+            settings.refuse_labkit_only(self, self.kind)
+        object.__setattr__(self, "extra_args", tuple(self.extra_args))
 
     @property
     def label(self) -> str:
@@ -86,35 +83,19 @@ class ServerConfig:
         return replace(self, **changes)
 
     def args(self, model_path: str, port: int) -> list[str]:
-        """The command-line flags, in llama-server's names."""
+        """The command-line flags, in llama-server's names (llama-cpp-python's for its own
+        server). The launcher always listens on loopback with /metrics and /slots on."""
+        given = settings.values(self, ENGINE, SERVER)
+        given.pop("model")
         if self.kind == "llama_cpp.server":
-            a = ["--model", model_path, "--host", "127.0.0.1", "--port", str(port),
-                 "--n_ctx", str(self.n_ctx), "--n_gpu_layers", str(self.n_gpu_layers),
-                 "--n_batch", str(self.n_batch), "--model_alias", self.alias]
-            if self.n_threads:
-                a += ["--n_threads", str(self.n_threads)]
+            a = ["--model", model_path, "--host", "127.0.0.1", "--port", str(port)]
+            for name, flag in _LLAMA_CPP_SERVER_FLAGS.items():
+                if given.get(name) is not None:
+                    a += [flag, str(given[name])]
             return a + list(self.extra_args)
-        a = ["-m", model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
-             "-c", str(self.n_ctx), "-np", str(self.n_slots),
-             "-b", str(self.n_batch), "-ub", str(self.n_ubatch),
-             "-ctk", self.type_k, "-ctv", self.type_v, "-fa", self.flash_attn,
-             "-ngl", str(self.n_gpu_layers), "--metrics", "--slots"]
-        if self.kv_unified is not None:
-            a.append("--kv-unified" if self.kv_unified else "--no-kv-unified")
-        if self.kv_unified_per_slot is not None:
-            a += ["--kv-unified-per-slot", str(self.kv_unified_per_slot)]
-        if self.n_threads:
-            a += ["-t", str(self.n_threads)]
-        if not self.cont_batching:
-            a.append("--no-cont-batching")
-        if self.kind == "labkit":
-            if self.max_queue is not None:
-                a += ["--max-queue", str(self.max_queue)]
-            if self.reserve:
-                a.append("--reserve")
-        if self.kind == "llama-server":
-            a += ["--no-context-shift", "--fit", "off"]
-        return a + list(self.extra_args)
+        given.update(host="127.0.0.1", port=port, metrics=True, slots_endpoint=True)
+        return (["-m", model_path] + settings.to_argv(given, llama_server=self.kind != "labkit")
+                + list(self.extra_args))
 
     @property
     def health_path(self) -> str:

@@ -50,6 +50,7 @@ def test_flags_follow_llama_server_names():
         ServerConfig(kind="vllm")
 
 
+@pytest.mark.slow
 def test_bad_model_fails_fast_with_the_log_tail(tmp_path):
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 64)
@@ -67,14 +68,16 @@ def test_missing_llama_server_binary_is_a_clear_error(monkeypatch):
             pass
 
 
+@pytest.mark.slow
 def test_serial_baseline_starts_answers_and_stops():
-    with launch(ServerConfig(kind="llama_cpp.server", n_ctx=1024)) as srv:
+    with launch(ServerConfig(kind="llama_cpp.server", n_ctx=1024, alias="local")) as srv:
         pid = srv.pid
         assert srv.get("/v1/models").json()["data"][0]["id"] == "local"
         assert srv.log_path.exists()
     assert _gone(pid)
 
 
+@pytest.mark.slow
 def test_reference_llama_server_reports_per_slot_context():
     pytest.importorskip("xllamacpp")
     with launch(ServerConfig(kind="xllamacpp", n_ctx=16384, n_slots=4, kv_unified=False)) as srv:
@@ -86,6 +89,7 @@ def test_reference_llama_server_reports_per_slot_context():
     assert _gone(pid)
 
 
+@pytest.mark.slow
 def test_server_is_stopped_when_the_block_raises():
     with pytest.raises(RuntimeError, match="boom"):
         with launch(ServerConfig(kind="llama_cpp.server", n_ctx=1024)) as srv:
@@ -94,6 +98,7 @@ def test_server_is_stopped_when_the_block_raises():
     assert _gone(pid)
 
 
+@pytest.mark.slow
 def test_no_orphan_when_the_parent_is_killed(tmp_path):
     """SIGKILL skips atexit; the kernel's parent-death signal still stops the server."""
     pidfile = tmp_path / "pid"
@@ -120,6 +125,7 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path):
             parent.kill()
 
 
+@pytest.mark.slow
 def test_stop_all_stops_every_live_server():
     from labkit.launch import start
     srv = start(ServerConfig(kind="llama_cpp.server", n_ctx=1024))

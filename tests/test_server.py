@@ -1,4 +1,7 @@
-"""labkit's HTTP server, started as a real subprocess on the embedded model."""
+"""labkit's HTTP server, started as a real subprocess on the embedded model.
+
+Request validation itself is unit-tested in tests/test_validate.py; here, once, that the
+server answers with the validator's errors, and the checks that need the HTTP stack."""
 
 import json
 import os
@@ -11,6 +14,9 @@ import httpx
 import pytest
 
 from labkit.launch import ServerConfig, launch
+from labkit.server import validate
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -172,23 +178,20 @@ def test_over_long_prompt_is_refused_like_llama_server(srv):
     assert healthy(srv)
 
 
+def test_a_bad_body_gets_the_validators_error(srv):
+    body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": -5}
+    with pytest.raises(validate.ApiError) as expected:
+        validate.chat_request(body)
+    r = chat(srv, body, timeout=30)
+    assert (r.status_code, r.json()) == (expected.value.status, expected.value.body())
+    assert healthy(srv)
+
+
 @pytest.mark.parametrize("raw,needle", [
-    (b"{not json", "not valid JSON"),
-    (b"", "empty"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b'{"messages": "hi"}', "'messages' must be a non-empty list"),
-    (b'{"max_tokens": 4}', "'messages' is required"),
-    (b'{"messages": []}', "non-empty list"),
-    (b'{"messages": [{"role": "user", "content": 5}]}', "content must be a string"),
-    (b'{"messages": [{"role": "wizard", "content": "x"}]}', "role must be"),
-    (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": -5}', "'max_tokens' must be >= -1"),
-    (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1e30}', "'max_tokens' must be <="),
-    (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": "ten"}', "must be a number"),
-    (b'{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}', "finite"),
-    (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "true or false"),
+    (b"", "request body is empty"),
     (b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', "not valid UTF-8"),
 ])
-def test_bad_input_gets_a_4xx_that_says_what_is_wrong(srv, raw, needle):
+def test_bodies_only_http_can_send_get_a_400(srv, raw, needle):
     r = httpx.post(srv.base_url + "/v1/chat/completions", content=raw,
                    headers={"Content-Type": "application/json"}, timeout=30)
     assert r.status_code == 400, r.text
@@ -196,9 +199,9 @@ def test_bad_input_gets_a_4xx_that_says_what_is_wrong(srv, raw, needle):
     assert healthy(srv)
 
 
-def test_unknown_model_alias_is_404(srv):
-    r = chat(srv, {"model": "gpt-17", "messages": user("x")})
-    assert r.status_code == 404 and "gpt-17" in r.json()["error"]["message"]
+def test_any_model_name_is_served_as_llama_server_does(srv):
+    r = chat(srv, {"model": "gpt-17", "messages": user("x"), "max_tokens": 2})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["role"] == "assistant"
 
 
 def test_oversized_body_is_413(srv):
@@ -277,9 +280,8 @@ def test_max_queue_fails_fast():
         t2 = threading.Thread(target=send, args=("waiting",))
         t2.start()
         _wait_for(lambda: "llamacpp:requests_deferred 1" in httpx.get(s.base_url + "/metrics").text)
-        t0 = time.monotonic()
-        r = chat(s, long)
-        assert r.status_code == 503 and time.monotonic() - t0 < 2
+        r = chat(s, long)       # how fast it comes back: benchmarks/server_latency.py
+        assert r.status_code == 503
         assert "wait for a slot" in r.json()["error"]["message"]
         t1.join()
         t2.join()

@@ -13,28 +13,23 @@ import signal
 import sys
 import threading
 
+from .. import settings
 from ..engine import EngineConfig
 from ..models import resolve_model
-from .args import build_parser, n_gpu_layers
+from .args import parse_args
 
 log = logging.getLogger("labkit.server")
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     handler = logging.FileHandler(args.log_file) if args.log_file else \
         logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     try:
         model = str(resolve_model(args.model))
-        config = EngineConfig(
-            model_path=model, n_ctx=args.n_ctx, n_slots=args.n_slots,
-            kv_unified=args.kv_unified, kv_unified_per_slot=args.kv_unified_per_slot,
-            n_batch=args.n_batch, n_ubatch=args.n_ubatch, type_k=args.type_k,
-            type_v=args.type_v, flash_attn=args.flash_attn,
-            n_gpu_layers=n_gpu_layers(args.n_gpu_layers), n_threads=args.n_threads,
-            cont_batching=args.cont_batching, reserve=args.reserve, max_queue=args.max_queue)
+        config = EngineConfig(model, **settings.values(args, settings.ENGINE))
     except (OSError, ValueError) as exc:
         log.error("%s", exc)
         return 2

@@ -261,12 +261,6 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
             return ApiError(503, ev.error or "the request was cancelled", "unavailable_error")
         return None
 
-    def check_model(name: str | None) -> None:
-        if name and name not in (state.alias, state.config.model_path) \
-                and not state.config.model_path.endswith(name):
-            raise ApiError(404, f"model '{name}' not found; this server serves "
-                                f"'{state.alias}'", "not_found_error")
-
     def stream(request: Request, handle, q, first, piece_chunk, final_chunks):
         """An SSE response: optional first chunk, one chunk per text piece, final chunks."""
         async def events():
@@ -296,8 +290,9 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
 
     async def chat_completions(request):
         eng, body = ready(), await body_of(request)
+        # Like llama-server serving one model, any model name is answered by that model:
+        # clients that hard-code a name (or forget --alias) still work.
         req = chat_request(body)
-        check_model(req.model)
         prompt = eng.apply_template(req.messages)
         tokens = eng.tokenize(prompt, add_special=True, parse_special=True)
         loop = asyncio.get_running_loop()

@@ -15,47 +15,67 @@ import signal
 import sys
 import threading
 
+from .. import settings
 from ..models import resolve_model
-from .args import build_parser, n_gpu_layers, resolve_slots
+from .args import parse_args
+
+_FLASH_ATTN = {"on": "LLAMA_FLASH_ATTN_TYPE_ENABLED", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
+               "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO"}
+_SPLIT_MODE = {"none": "LLAMA_SPLIT_MODE_NONE", "layer": "LLAMA_SPLIT_MODE_LAYER",
+               "row": "LLAMA_SPLIT_MODE_ROW"}
+
+
+def _threads(p, n):
+    if n:
+        p.cpuparams.n_threads = n
+        p.cpuparams_batch.n_threads = n
+
+
+# How each llama-server setting of labkit.settings.TABLE lands on xllamacpp's CommonParams
+# (llama-server's own parameter struct). tests check that every setting has an entry.
+# n_slots and kv_unified are applied together, by llama-server's -np rule.
+APPLY = {
+    "n_ctx": lambda p, v, xlc: setattr(p, "n_ctx", v),
+    "kv_unified_per_slot": lambda p, v, xlc: v is not None and setattr(p, "kv_unified_per_slot", v),
+    "n_batch": lambda p, v, xlc: setattr(p, "n_batch", v),
+    "n_ubatch": lambda p, v, xlc: setattr(p, "n_ubatch", v),
+    "type_k": lambda p, v, xlc: setattr(p, "cache_type_k", getattr(xlc.ggml_type, f"GGML_TYPE_{v.upper()}")),
+    "type_v": lambda p, v, xlc: setattr(p, "cache_type_v", getattr(xlc.ggml_type, f"GGML_TYPE_{v.upper()}")),
+    "flash_attn": lambda p, v, xlc: setattr(p, "flash_attn_type", getattr(xlc.llama_flash_attn_type, _FLASH_ATTN[v])),
+    # -1 ("all") is llama_model_params' "every layer", but common's "use the default": ask
+    # for more layers than any model has, which llama.cpp caps at every layer.
+    "n_gpu_layers": lambda p, v, xlc: setattr(p, "n_gpu_layers", v if v >= 0 else 9999),
+    "split_mode": lambda p, v, xlc: setattr(p, "split_mode", getattr(xlc.llama_split_mode, _SPLIT_MODE[v])),
+    "main_gpu": lambda p, v, xlc: setattr(p, "main_gpu", v),
+    "n_threads": lambda p, v, xlc: _threads(p, v),
+    "cont_batching": lambda p, v, xlc: setattr(p, "cont_batching", v),
+    "model": lambda p, v, xlc: setattr(p.model, "path", str(resolve_model(v))),
+    "alias": lambda p, v, xlc: v and setattr(p, "model_alias", {v}),
+    "api_key": lambda p, v, xlc: v and setattr(p, "api_keys", [v]),
+    "context_shift": lambda p, v, xlc: setattr(p, "ctx_shift", v),
+    "fit": lambda p, v, xlc: setattr(p, "fit_params", v == "on"),
+    "host": lambda p, v, xlc: setattr(p, "hostnames", [v]),
+    "port": lambda p, v, xlc: setattr(p, "port", v),
+    "log_file": lambda p, v, xlc: None,   # the log goes to stderr, which the launcher keeps
+    "metrics": lambda p, v, xlc: setattr(p, "endpoint_metrics", v),
+    "slots_endpoint": lambda p, v, xlc: setattr(p, "endpoint_slots", v),
+}
+JOINT = ("n_slots", "kv_unified")
 
 
 def params_from_args(args):
     import xllamacpp as xlc
+    settings.refuse_labkit_only(args, "llama-server")
     p = xlc.CommonParams()
-    p.model.path = str(resolve_model(args.model))
-    if args.alias:
-        p.model_alias = {args.alias}
-    p.hostnames = [args.host]
-    p.port = args.port
-    p.n_ctx = args.n_ctx
-    n_slots, unified = resolve_slots(args.n_slots, args.kv_unified)
-    p.n_parallel = n_slots
-    p.kv_unified = unified
-    if args.kv_unified_per_slot is not None:
-        p.kv_unified_per_slot = args.kv_unified_per_slot
-    p.n_batch = args.n_batch
-    p.n_ubatch = args.n_ubatch
-    p.cache_type_k = getattr(xlc.ggml_type, f"GGML_TYPE_{args.type_k.upper()}")
-    p.cache_type_v = getattr(xlc.ggml_type, f"GGML_TYPE_{args.type_v.upper()}")
-    p.flash_attn_type = getattr(xlc.llama_flash_attn_type, {
-        "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
-        "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO"}[args.flash_attn])
-    p.n_gpu_layers = n_gpu_layers(args.n_gpu_layers)
-    if args.n_threads:
-        p.cpuparams.n_threads = args.n_threads
-        p.cpuparams_batch.n_threads = args.n_threads
-    p.cont_batching = args.cont_batching
-    p.ctx_shift = False
-    p.fit_params = False
-    p.endpoint_metrics = args.metrics
-    p.endpoint_slots = args.slots_endpoint
-    if args.api_key:
-        p.api_keys = [args.api_key]
+    for s in settings.table():
+        if s.name in APPLY:
+            APPLY[s.name](p, getattr(args, s.name), xlc)
+    p.n_parallel, p.kv_unified = settings.resolve_slots(args.n_slots, args.kv_unified)
     return p
 
 
 def main(argv=None) -> int:
-    args = build_parser("python -m labkit.server.reference").parse_args(argv)
+    args = parse_args(argv, "python -m labkit.server.reference")
     import xllamacpp as xlc
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
