@@ -390,3 +390,37 @@ def add_arguments(parser: argparse.ArgumentParser, *scopes: str) -> None:
         else:
             parser.add_argument(*s.flags, dest=s.name, type=s.parse_cli, default=s.default,
                                 metavar=s.name.upper(), help=s.help + default_note)
+
+
+def markdown() -> str:
+    """docs/SETTINGS.md: the table as a reader sees it (regenerate with
+    ``python -m labkit.settings > docs/SETTINGS.md``; a test keeps the two in step)."""
+    def cell(v):
+        return "not given" if v is None else f"`{v}`"
+    lines = [
+        "# Server settings",
+        "",
+        "Generated from `labkit/settings.py` (`python -m labkit.settings > docs/SETTINGS.md`).",
+        "Every setting is declared once there; `EngineConfig`, `ServerConfig`, `labkit serve`'s",
+        "flags and the launcher's command line are derived from it. *engine* settings build the",
+        "slot engine, *server* settings shape the HTTP server around it, *process* settings say",
+        "where it listens (the launcher sets those itself).",
+        "",
+        "| setting | flags | default | allowed | scope | what it does |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in TABLE:
+        own = " (labkit's own)" if s.labkit_only else ""
+        lines.append(f"| `{s.name}` | {', '.join(f'`{f}`' for f in s.flags + s.off_flags)} | "
+                     f"{cell(s.default)} | {s.allowed} | {s.scope} | {s.help}{own} |")
+    lines += ["", "## Where labkit's default differs from llama-server's", "",
+              "| setting | labkit | llama-server | why |", "|---|---|---|---|"]
+    for d in differences():
+        lines.append(f"| `{d['flag']}` | {cell(d['labkit'])} | {cell(d['llama-server'])} | "
+                     f"{d['why']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
+

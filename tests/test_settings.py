@@ -225,3 +225,9 @@ def test_the_settings_module_imports_nothing_heavy():
                 if r.startswith("labkit.") and (ROOT / (r.replace(".", "/") + ".py")).exists():
                     todo.append(r)
     assert "labkit.kv" in seen
+
+
+def test_docs_settings_is_generated_from_the_table():
+    doc = ROOT / "docs" / "SETTINGS.md"
+    assert doc.read_text() == settings.markdown(), \
+        "regenerate: python -m labkit.settings > docs/SETTINGS.md"
