@@ -38,7 +38,7 @@ def run(n: int, slots: int = 64, mean_output: int = 256, load: float = 0.9, seed
     s = res.summary()
     t2 = time.perf_counter()
     return {"n": n, "rate": rate, "gen_s": t1 - t0, "sim_s": t2 - t1, "steps": res.n_steps,
-            "segments": len(res._segments), "tok_s": s["throughput_tok_s"],
+            "segments": len(res.record.segments), "tok_s": s["throughput_tok_s"],
             "ttft_p50": s["ttft_p50"], "ok": s["ok"]}
 
 

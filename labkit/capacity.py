@@ -21,57 +21,65 @@ served in acceptable time is a separate question (notebook 01).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from . import kv
+from . import catalog, kv
+from .catalog import ModelShape
 
 GiB = 2 ** 30
 MiB = 2 ** 20
 
 
 @dataclass(frozen=True)
-class ModelShape:
-    """What the calculator needs to know about a model."""
+class QuantizedModel:
+    """A model as the calculator sees it: its shape and the bytes its weights take."""
 
-    name: str
-    n_layer: int
-    n_head_kv: int
-    head_dim: int
+    shape: ModelShape
+    quant: str                  # the weights' GGUF type: "q4_k_m", "q8_0", "Q4_1", ...
     weights_bytes: float
-    n_head: int | None = None   # query heads; n_head / n_head_kv is the GQA group size
 
     @classmethod
-    def from_info(cls, info) -> "ModelShape":
+    def from_catalog(cls, key: str, quant: str = "q4_k_m") -> "QuantizedModel":
+        """A catalogue shape, with weight bytes estimated from the quantization's bits per weight."""
+        shape = catalog.get(key)
+        return cls(shape, quant, shape.weight_bytes(quant))
+
+    @classmethod
+    def from_info(cls, info) -> "QuantizedModel":
         """From :func:`labkit.models.describe` (the file size stands in for the weights)."""
-        return cls(info.name, info.n_layer, info.n_head_kv, info.head_dim,
-                   float(info.size_bytes), info.n_head)
+        return cls(catalog.from_model_info(info), info.file_type, float(info.size_bytes))
+
+    @property
+    def name(self) -> str:
+        return f"{self.shape.name} {self.quant.upper()}"
 
     def bytes_per_token(self, kv_type: str = "f16") -> float:
-        return kv.bytes_per_token(self.n_layer, self.n_head_kv, self.head_dim, kv_type)
+        return self.shape.kv_bytes_per_token(kv_type)
 
 
-# Public shapes of common models (config.json) and the approximate size of their Q4_K_M GGUF.
-# These are inputs to arithmetic, not measurements on this machine.
-MODELS: dict[str, ModelShape] = {
-    "llama-3.1-8b-q4": ModelShape("Llama-3.1-8B Q4_K_M", 32, 8, 128, 4.92e9, n_head=32),
-    "qwen2.5-32b-q4": ModelShape("Qwen2.5-32B Q4_K_M", 64, 8, 128, 19.9e9, n_head=40),
-    "llama-3.1-70b-q4": ModelShape("Llama-3.1-70B Q4_K_M", 80, 8, 128, 42.5e9, n_head=64),
-}
+#: Every catalogue model (:mod:`labkit.catalog`, published shapes) in Q4_K_M, the
+#: quantization most GGUFs are shared in. The weight bytes are estimates from the
+#: parameter count: inputs to arithmetic, not measurements on this machine.
+MODELS: dict[str, QuantizedModel] = {
+    f"{key}-q4": QuantizedModel.from_catalog(key, "q4_k_m") for key in catalog.names()}
 
 
-def model_shape(model) -> ModelShape:
-    """A ModelShape from a shape, a ModelInfo, or a key of :data:`MODELS`."""
-    if isinstance(model, ModelShape):
+def quantized_model(model) -> QuantizedModel:
+    """A QuantizedModel from itself, a ``ModelInfo`` or a key of :data:`MODELS`."""
+    if isinstance(model, QuantizedModel):
         return model
     if isinstance(model, str):
         try:
             return MODELS[model]
         except KeyError:
             raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)} "
-                             "or pass a ModelShape") from None
+                             "or pass a QuantizedModel") from None
     if hasattr(model, "n_head_kv") and hasattr(model, "size_bytes"):
-        return ModelShape.from_info(model)
-    raise TypeError(f"cannot describe {model!r} as a model shape")
+        return QuantizedModel.from_info(model)
+    if isinstance(model, ModelShape):
+        raise TypeError(f"{model.key} is a shape without weights: pass "
+                        f"QuantizedModel.from_catalog({model.key!r}, quant)")
+    raise TypeError(f"cannot describe {model!r} as a model")
 
 
 @dataclass(frozen=True)
@@ -124,13 +132,13 @@ def plan(gpu_gib: float, model, *, n_ctx: int = 4096, slots: int = 1, kv_type: s
          tokens_per_conversation: int | None = None) -> Capacity:
     """How many conversations fit on a GPU of ``gpu_gib`` GiB.
 
-    ``model``: a :class:`ModelShape`, a ``ModelInfo`` or a key of :data:`MODELS`.
+    ``model``: a :class:`QuantizedModel`, a ``ModelInfo`` or a key of :data:`MODELS`.
     ``n_ctx``/``slots``/``kv_unified``: the server's -c, -np and KV mode, used to size
     the configured KV cache and the per-slot cap (llama.cpp's rules, :func:`labkit.kv.slot_context`).
     ``tokens_per_conversation``: how many tokens one conversation holds; default: the
     per-slot cap, i.e. every slot filled to the brim.
     """
-    m = model_shape(model)
+    m = quantized_model(model)
     if gpu_gib <= 0:
         raise ValueError("gpu_gib must be positive")
     if overhead_gib < 0:
@@ -183,17 +191,17 @@ def levers(model="llama-3.1-8b-q4", *, gpu_gib: float = 24, tokens: int = 8192,
     for the model as it is (grouped-query attention) and as if every query head kept its
     own keys and values (n_head_kv = n_head, classic multi-head attention)."""
     import pandas as pd
-    m = model_shape(model)
-    shapes = [("GQA (as shipped)", m)]
-    if m.n_head and m.n_head != m.n_head_kv:
-        shapes.append(("MHA (no grouping)", ModelShape(m.name, m.n_layer, m.n_head, m.head_dim,
-                                                      m.weights_bytes, m.n_head)))
+    m = quantized_model(model)
+    variants = [("GQA (as shipped)", m)]
+    if m.shape.n_head != m.shape.n_head_kv:
+        mha = replace(m.shape, n_head_kv=m.shape.n_head)
+        variants.append(("MHA (no grouping)", replace(m, shape=mha)))
     rows = []
-    for attn, shape in shapes:
+    for attn, variant in variants:
         for t in kv_types:
-            c = plan(gpu_gib, shape, kv_type=t, overhead_gib=overhead_gib,
+            c = plan(gpu_gib, variant, kv_type=t, overhead_gib=overhead_gib,
                      tokens_per_conversation=tokens)
-            rows.append({"attention": attn, "KV heads": shape.n_head_kv, "KV type": t,
+            rows.append({"attention": attn, "KV heads": variant.shape.n_head_kv, "KV type": t,
                          "bytes/token": c.bytes_per_token,
                          f"MiB per {tokens // 1024}k conversation": c.bytes_per_token * tokens / MiB,
                          "conversations": c.conversations})

@@ -3,7 +3,7 @@ llama.cpp really allocates."""
 
 import pytest
 
-from labkit import capacity, kv
+from labkit import capacity, catalog, kv
 from labkit.capacity import GiB, MiB
 
 
@@ -11,11 +11,21 @@ def test_seed_8b_example():
     m = capacity.MODELS["llama-3.1-8b-q4"]
     assert m.bytes_per_token("f16") == 131072
     assert m.bytes_per_token("f16") * 2048 == 256 * MiB
+    assert m.name == "Llama-3.1-8B Q4_K_M"
+
+
+def test_models_are_the_catalogue_in_q4_k_m():
+    assert set(capacity.MODELS) == {f"{k}-q4" for k in catalog.names()}
+    for key in catalog.names():
+        m = capacity.MODELS[f"{key}-q4"]
+        assert m.shape is catalog.get(key)
+        assert m.weights_bytes == catalog.get(key).weight_bytes("q4_k_m")
 
 
 def test_plan_by_hand():
     c = capacity.plan(24, "llama-3.1-8b-q4", n_ctx=16384, slots=4, overhead_gib=1.0)
-    budget = 24 * GiB - 4.92e9 - 1 * GiB
+    weights = 8_030_261_248 * 4.84 / 8                  # parameters x bits per weight / 8
+    budget = 24 * GiB - weights - 1 * GiB
     assert c.kv_budget_bytes == pytest.approx(budget)
     assert c.cells_that_fit == int(budget // 131072)
     assert c.n_ctx_slot == 4096 and c.tokens_per_conversation == 4096
@@ -39,11 +49,12 @@ def test_quantized_kv_holds_more_conversations():
     assert n[0] < n[1] < n[2]
 
 
-def test_model_shape_from_the_embedded_model():
+def test_model_from_the_embedded_model():
     from labkit.models import describe
     info = describe(with_hash=False)
-    s = capacity.model_shape(info)
-    assert s.bytes_per_token() == kv.model_bytes_per_token(info)
+    m = capacity.quantized_model(info)
+    assert m.bytes_per_token() == kv.model_bytes_per_token(info)
+    assert m.weights_bytes == info.size_bytes and m.quant == info.file_type
     assert capacity.plan(8, info).conversations > 0
 
 
@@ -54,6 +65,9 @@ def test_bad_inputs():
         capacity.plan(0, "llama-3.1-8b-q4")
     with pytest.raises(ValueError, match="unknown KV cache type"):
         capacity.plan(24, "llama-3.1-8b-q4", kv_type="q3")
+    with pytest.raises(TypeError, match="from_catalog"):
+        capacity.plan(24, catalog.get("llama-3.1-8b"))
+    assert capacity.plan(24, capacity.QuantizedModel.from_catalog("llama-3.1-8b", "q8_0")).fits
 
 
 def test_seed_comparison_and_levers_tables():

@@ -437,7 +437,72 @@ def test_nnls_matches_the_constrained_optimum():
 
 # ----------------------------------------------------------------- plots & CLI
 
-def test_plots_return_axes():
+def _bars(ax, action=None):
+    """The bars a Gantt chart drew (Rectangles), optionally only one action's colour."""
+    from matplotlib.colors import to_rgba
+    from labkit.sim.plots import COLORS
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    if action is not None:
+        bars = [p for p in bars if p.get_facecolor() == to_rgba(COLORS[action])]
+    return bars
+
+
+def _runs_in(table):
+    """Bars a slot table should give: runs of consecutive steps of one slot, action and request."""
+    n, last = 0, None
+    for r in table.sort_values(["slot", "step"]).itertuples():
+        key = (r.slot, r.action, None if pd.isna(r.request_id) else int(r.request_id), r.step)
+        if last is None or key[:3] != last[:3] or key[3] != last[3] + 1:
+            n += 1
+        last = key
+    return n
+
+
+def test_gantt_draws_every_slot_row_of_the_run():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from labkit.sim import plots
+    reqs = sim.poisson(12, 4.0, prompt=(5, 100), output=(2, 20), seed=1)
+    a = simulate(reqs, slots=3, kv=UnifiedKV(200, on_full="preempt"))
+    table, st = a.slot_table(), a.steps
+
+    ax = plots.gantt(a)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["slot 0", "slot 1", "slot 2"]
+    assert len(_bars(ax)) == _runs_in(table)
+    for action in ("prefill", "decode"):
+        rows = table[table.action == action]
+        drawn = _bars(ax, action)
+        assert sum(p.get_width() for p in drawn) == pytest.approx((rows.t_end - rows.t_start).sum())
+        assert {round(p.get_y() + p.get_height() / 2) for p in drawn} == set(rows.slot)
+    assert min(p.get_x() for p in _bars(ax)) == st.t_start.iloc[0]
+    assert max(p.get_x() + p.get_width() for p in _bars(ax)) == pytest.approx(st.t_end.iloc[-1])
+    lo, hi = ax.get_xlim()
+    assert lo <= st.t_start.iloc[0] and hi >= st.t_end.iloc[-1]
+
+    # By step, a window: every slot has one bar width per step of the window.
+    by_step = plots.gantt(table, x="step", steps=(0, 20))
+    for slot in range(3):
+        row = [p for p in _bars(by_step) if round(p.get_y() + p.get_height() / 2) == slot]
+        assert sum(p.get_width() for p in row) == 21
+    assert min(p.get_x() for p in _bars(by_step)) == 0
+    assert by_step.get_xlabel() == "step"
+
+    # A window of a SimResult draws only those steps' times.
+    window = _bars(plots.gantt(a, steps=(3, 8)))
+    assert min(p.get_x() for p in window) == st.t_start.iloc[3]
+    assert max(p.get_x() + p.get_width() for p in window) == pytest.approx(st.t_end.iloc[8])
+
+    # The engine's table (nullable integer request ids) draws the same bars and labels.
+    engine_like = table.assign(request_id=lambda t: t.request_id.astype("Int64"))
+    ax2 = plots.gantt(engine_like)
+    assert len(_bars(ax2)) == len(_bars(ax))
+    assert sorted(t.get_text() for t in ax2.texts) == sorted(t.get_text() for t in ax.texts)
+    assert {t.get_text() for t in ax.texts} <= {str(i) for i in a.requests.id}
+    plt.close("all")
+
+
+def test_other_plots_draw_their_data():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -445,19 +510,32 @@ def test_plots_return_axes():
     reqs = sim.poisson(12, 4.0, prompt=(5, 100), output=(2, 20), seed=1)
     a = simulate(reqs, slots=3, kv=UnifiedKV(200, on_full="preempt"))
     b = simulate(reqs, slots=3, batching="static")
-    assert plots.gantt(a).get_yticklabels()[0].get_text() == "slot 0"
-    assert plots.gantt(a.slot_table(), x="step", steps=(0, 20)) is not None
-    assert plots.gantt(a, steps=(3, 8)) is not None
-    engine_like = a.slot_table().assign(request_id=lambda t: t.request_id.astype("Int64"))
-    assert plots.gantt(engine_like) is not None
-    assert plots.ttft_cdf({"continuous": a, "static": b}) is not None
-    assert plots.ttft_cdf([a, b], metric="e2e") is not None
-    assert len(plots.queue_and_kv(a)) == 2
+
+    cdf = plots.ttft_cdf({"continuous": a, "static": b})
+    assert [t.get_text() for t in cdf.get_legend().get_texts()] == ["continuous", "static"]
+    for line, run in zip(cdf.get_lines(), (a, b)):
+        x, y = line.get_data()
+        assert list(x) == sorted(run.requests.ttft) and y[-1] == 1.0
+    e2e = plots.ttft_cdf([a, b], metric="e2e")
+    assert sorted(e2e.get_lines()[1].get_xdata()) == sorted(b.requests.e2e)
+    assert e2e.get_xlabel() == "e2e (s)"
+
+    top, bottom = plots.queue_and_kv(a)
+    assert max(top.get_lines()[0].get_ydata()) == a.summary()["peak_queue"]
+    assert np.nanmax(bottom.get_lines()[0].get_ydata()) == a.summary()["peak_kv"]
+    assert 200 in bottom.get_lines()[1].get_ydata()                 # the capacity line
+
     sweep = sim.experiments.sweep_load([2.0, 4.0], lambda r: sim.poisson(20, r, prompt=50, output=10),
                                        variants={"c": {}, "s": {"batching": "static"}}, slots=2)
-    assert plots.throughput_latency(sweep) is not None
-    f = sim.fit(simulate(reqs, slots=3, max_jump=1).steps)
-    assert plots.fit_check(f, simulate(reqs, slots=3, max_jump=1).steps) is not None
+    tl = plots.throughput_latency(sweep)
+    assert [t.get_text() for t in tl.get_legend().get_texts()] == ["c", "s"]
+    for line, (_, g) in zip(tl.get_lines(), sweep.groupby("label", sort=False)):
+        assert list(line.get_xdata()) == list(g.sort_values("rate").throughput_tok_s)
+
+    steps = simulate(reqs, slots=3, max_jump=1).steps
+    f = sim.fit(steps)
+    fc = plots.fit_check(f, steps)
+    assert len(fc.collections[0].get_offsets()) == len(f.rel_err)
     plt.close("all")
 
 
@@ -473,6 +551,7 @@ def test_cli_prints_a_comparison(capsys, tmp_path):
                  "--kv", "unified:4096"]) == 0
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs():
     import subprocess
     import sys

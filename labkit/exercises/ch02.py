@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from .. import capacity, kv
+from .. import capacity, catalog, kv
 from . import as_number, close, exercise
 
+SEED_8B = catalog.get("llama-3.1-8b")
 
-@exercise("2.1", "Bytes per token of the seed's 8B model (32 layers, 8 KV heads, head dim 128) "
-                 "with a q8_0 KV cache?")
+
+@exercise("2.1", f"Bytes per token of the seed's 8B model ({SEED_8B.n_layer} layers, "
+                 f"{SEED_8B.n_head_kv} KV heads, head dim {SEED_8B.head_dim}) with a q8_0 KV cache?")
 def _q8(answer):
-    want = kv.bytes_per_token(32, 8, 128, "q8_0")
+    want = SEED_8B.kv_bytes_per_token("q8_0")
     v = as_number(answer)
     if close(v, want):
         return True, ""
-    if close(v, kv.bytes_per_token(32, 8, 128, "f16")):
+    if close(v, SEED_8B.kv_bytes_per_token("f16")):
         return False, "that is the f16 figure; q8_0 stores 32 values in 34 bytes"
-    if close(v, 2 * 32 * 8 * 128):
+    if close(v, 2 * SEED_8B.n_layer * SEED_8B.n_head_kv * SEED_8B.head_dim):
         return False, "q8_0 is not 1 byte per value: each block of 32 values carries a 2-byte scale"
     return False, "2 x layers x KV heads x head dim x bytes per value, with 34/32 bytes per value"
 
@@ -54,13 +56,13 @@ def _calc(answer):
     return False, "capacity.plan(24, 'llama-3.1-8b-q4', kv_type='q8_0', tokens_per_conversation=8192)"
 
 
-@exercise("2.4", "Llama-3.1-8B has 32 query heads but only 8 KV heads (grouped-query attention). "
-                 "By what factor would its KV cache grow if every query head kept its own keys "
-                 "and values?")
+@exercise("2.4", f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only {SEED_8B.n_head_kv} "
+                 "KV heads (grouped-query attention). By what factor would its KV cache grow if "
+                 "every query head kept its own keys and values?")
 def _gqa(answer):
     v = as_number(answer)
-    if v == 4:
+    if close(v, SEED_8B.gqa_group):
         return True, ""
-    if close(v, 0.25):
+    if close(v, 1 / SEED_8B.gqa_group):
         return False, "the question asks how much it would grow: more KV heads, more bytes"
     return False, "bytes per token are proportional to n_head_kv"

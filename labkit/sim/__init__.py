@@ -17,7 +17,8 @@ Typical use::
 Modules: :mod:`.requests` (Request, length distributions), :mod:`.arrivals`
 (workloads), :mod:`.policies` (waiting-room order), :mod:`.kv` (KV models),
 :mod:`.cost` (step cost and presets), :mod:`.fit` (calibration), :mod:`.engine`
-(the event loop), :mod:`.metrics` (results), :mod:`.plots`, :mod:`.experiments`
+(the event loop), :mod:`.record` (what a run hands over), :mod:`.metrics` (result
+tables built from that record), :mod:`.plots`, :mod:`.experiments`
 (comparisons and load sweeps), :mod:`.cli` (``python -m labkit.sim``).
 The simulator is pure Python + numpy/pandas; it never loads a model.
 """
@@ -25,18 +26,19 @@ The simulator is pure Python + numpy/pandas; it never loads a model.
 from . import experiments, plots
 from .arrivals import ClosedLoop, SharedPrefix, burst, closed_loop, from_trace, gamma, offered_load, poisson
 from .cost import HARDWARE, MODELS, Hardware, ModelSpec, StepCost, derive, preset, presets_table
-from .engine import BATCHING, SimConfig, simulate
+from .engine import BATCHING, simulate
 from .fit import Fit, fit
 from .kv import KVModel, PagedKV, SplitKV, UnifiedKV
 from .metrics import SimResult
 from .policies import FIFO, SJF, FairShare, Policy, PriorityFirst, make_policy
+from .record import SimConfig, SimRecord
 from .requests import Choice, Exponential, Fixed, LogNormal, Request, Uniform
 
 __all__ = [
     "Request", "Fixed", "Uniform", "Exponential", "LogNormal", "Choice",
     "poisson", "gamma", "burst", "closed_loop", "ClosedLoop", "from_trace", "SharedPrefix",
     "offered_load",
-    "simulate", "SimConfig", "SimResult", "BATCHING",
+    "simulate", "SimConfig", "SimRecord", "SimResult", "BATCHING",
     "Policy", "FIFO", "SJF", "PriorityFirst", "FairShare", "make_policy",
     "KVModel", "SplitKV", "UnifiedKV", "PagedKV",
     "StepCost", "Hardware", "ModelSpec", "HARDWARE", "MODELS", "preset", "derive", "presets_table",

@@ -39,9 +39,11 @@ absolute time. Assumptions (all overridable through :class:`Hardware`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
+
+from .. import catalog
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,6 @@ class StepCost:
         """Prompt tokens/s for one prompt of ``n_tokens`` processed in a single step."""
         return n_tokens / self.step_time(n_tokens, 0, n_tokens)
 
-    def scaled(self, factor: float) -> "StepCost":
-        """Every coefficient times ``factor`` (a slower or faster machine of the same shape)."""
-        return replace(self, a=self.a * factor, b=self.b * factor, c=self.c * factor,
-                       d=self.d * factor, name=f"{self.name} x{factor:g}")
-
     def as_dict(self) -> dict:
         return {"a": self.a, "b": self.b, "c": self.c, "d": self.d}
 
@@ -106,7 +103,11 @@ class Hardware:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What the cost depends on: parameter count, weight bytes, KV bytes per token."""
+    """What the cost depends on: parameter count, weight bytes, KV bytes per token.
+
+    Built from a :mod:`labkit.catalog` shape with :meth:`from_catalog`; every field
+    can be changed with :func:`dataclasses.replace` (a measured file size, say).
+    """
 
     name: str
     params: float                 # number of parameters
@@ -114,6 +115,13 @@ class ModelSpec:
     n_layer: int
     kv_bytes_per_token: float     # 2 x n_layer x n_head_kv x head_dim x bytes/value
     n_vocab: int
+
+    @classmethod
+    def from_catalog(cls, key: str, quant: str = "q4_k_m", kv_type: str = "f16") -> "ModelSpec":
+        """The catalogue's model ``key`` with ``quant`` weights and a ``kv_type`` KV cache."""
+        m = catalog.get(key)
+        return cls(f"{m.name} {quant.upper()}", m.n_params, m.weight_bytes(quant), m.n_layer,
+                   m.kv_bytes_per_token(kv_type), m.n_vocab)
 
 
 #: Peak numbers from vendor spec sheets.
@@ -135,14 +143,12 @@ HARDWARE: dict[str, Hardware] = {
                     overhead_per_layer_s=10e-6),
 }
 
-#: Models. KV bytes per token assume an f16 cache.
+#: Models, from the catalogue (shapes and parameter counts: :mod:`labkit.catalog`;
+#: weight bytes estimated from the quantization's bits per weight). KV cache in f16.
 MODELS: dict[str, ModelSpec] = {
-    # Llama-3.1-8B-Instruct Q4_K_M: 8.03e9 params, 4.92 GB file, 32 layers,
-    # 8 KV heads x 128 dims -> 2 x 32 x 8 x 128 x 2 B = 131072 B/token, vocab 128256.
-    "8b-q4": ModelSpec("Llama-3.1-8B Q4_K_M", 8.03e9, 4.92e9, 32, 2 * 32 * 8 * 128 * 2, 128256),
-    # SmolLM2-135M-Instruct Q4_1 (the workbook's embedded model): 134.5e6 params, about
-    # 98 MB file, 30 layers, 3 KV heads x 64 dims -> 23040 B/token, vocab 49152.
-    "smollm2-135m": ModelSpec("SmolLM2-135M Q4_1", 134.5e6, 98e6, 30, 2 * 30 * 3 * 64 * 2, 49152),
+    "8b-q4": ModelSpec.from_catalog("llama-3.1-8b", "q4_k_m"),
+    # The workbook's embedded model, in the quantization it ships in.
+    "smollm2-135m": ModelSpec.from_catalog("smollm2-135m", "q4_1"),
 }
 
 

@@ -1,7 +1,9 @@
 """The event loop: guests arrive, tables fill, the kitchen runs one step at a time.
 
 :func:`simulate` plays a workload through one configuration and returns a
-:class:`labkit.sim.metrics.SimResult`. The loop, in words:
+:class:`labkit.sim.metrics.SimResult`. The loop writes what happens into a
+:class:`labkit.sim.record.SimRecord` (plain rows, no reference back to the loop),
+and the result's tables are built from that record. The loop, in words:
 
 1. Deliver every arrival due by now: refuse it at once if it can never fit
    (``KVModel.refuse_reason``), otherwise put it in the waiting room (the policy).
@@ -48,44 +50,18 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from itertools import count
 
 from .arrivals import ClosedLoop, from_trace
 from .cost import DEFAULT_COST, StepCost
 from .kv import KVModel, make_kv
+from .metrics import SimResult
 from .policies import make_policy
+from .record import SimConfig, SimRecord, elapsed
 from .requests import Request
 
 INF = math.inf
 BATCHING = ("continuous", "no_cont", "static", "dynamic")
-
-
-def elapsed(first: float, beta: float, k):
-    """Total time of k steps whose costs are first, first + beta, first + 2 beta, ...
-
-    Works on ints and on numpy arrays alike; the engine and the step table both use
-    it, so their times agree to the last bit.
-    """
-    return first * k + beta * (k * (k - 1) // 2)
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """Everything that defines a run besides the workload (see :func:`simulate`)."""
-
-    slots: int = 4
-    batching: str = "continuous"
-    policy: str = "fifo"
-    kv: str = "unlimited"
-    cost: StepCost = field(default=DEFAULT_COST)
-    n_batch: int = 2048
-    batch_size: int | None = None
-    max_wait: float = 0.05
-    prefix_cache: bool = True
-
-    def label(self) -> str:
-        return f"{self.batching}/{self.policy}/{self.kv.split('(')[0]}/{self.slots} slots"
 
 
 class _Job:
@@ -161,9 +137,7 @@ class _Engine:
                                 n_batch, self.batch_size, max_wait, prefix_cache)
 
     # ------------------------------------------------------------------ run
-    def run(self):
-        from .metrics import SimResult
-
+    def run(self) -> SimRecord:
         self.now = 0.0
         self.G = 0                 # decode steps so far: every generating job advances once per decode step
         self.step_no = 0
@@ -178,12 +152,12 @@ class _Engine:
         self.gen_heap: list = []                      # (end_g, order, job)
         self.sum_base = 0                             # sum(job.base) over generating jobs
         self.hold_admission = False
-        # What the result tables are built from.
-        self.done: list = []        # per-request rows
-        self.segments: list = []    # runs of identical steps
-        self.prefill_rows: list = []
-        self.spans: list = []       # (slot, request id, action, first step, last step)
-        self.queue_events: list = []
+        # What the result tables are built from (row layouts: labkit.sim.record).
+        self.done: list = []        # REQUEST_FIELDS rows
+        self.segments: list = []    # SEGMENT_FIELDS rows: runs of identical steps
+        self.prefill_rows: list = []    # PREFILL_FIELDS rows
+        self.spans: list = []       # SPAN_FIELDS rows
+        self.queue_events: list = []    # QUEUE_FIELDS rows
 
         for r in self.workload.start():
             self._schedule(r)
@@ -220,7 +194,11 @@ class _Engine:
                 break
             self.now = max(self.now, next_t)
 
-        return SimResult(self)
+        kv = self.kv
+        return SimRecord(self.config, kv.kind, kv.capacity,
+                         getattr(kv, "block_size", None) if kv.kind == "paged" else None,
+                         self.now, self.step_no,
+                         self.done, self.segments, self.prefill_rows, self.spans, self.queue_events)
 
     # ------------------------------------------------------------- arrivals
     def _schedule(self, req: Request):
@@ -491,6 +469,7 @@ def simulate(workload, *, slots: int = 4, batching: str = "continuous", policy="
         :class:`labkit.sim.metrics.SimResult` with ``requests``, ``steps``,
         ``slot_table()``, ``summary()`` and friends.
     """
-    return _Engine(workload, slots=slots, batching=batching, policy=policy, kv=kv, cost=cost,
-                   n_batch=n_batch, batch_size=batch_size, max_wait=max_wait,
-                   prefix_cache=prefix_cache, max_jump=max_jump).run()
+    record = _Engine(workload, slots=slots, batching=batching, policy=policy, kv=kv, cost=cost,
+                     n_batch=n_batch, batch_size=batch_size, max_wait=max_wait,
+                     prefix_cache=prefix_cache, max_jump=max_jump).run()
+    return SimResult(record)

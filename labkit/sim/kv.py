@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import math
 
+from ..kv import slot_context
+
 INF = math.inf
 
 
@@ -148,14 +150,11 @@ class SplitKV(KVModel):
         """The per-slot cap llama.cpp gives ``-c n_ctx -np n_slots`` (split KV).
 
         n_ctx is padded to a multiple of 256, each slot gets
-        pad256(n_ctx / n_slots) cells, capped by the model's training context.
+        pad256(n_ctx / n_slots) cells, capped by the model's training context
+        (:func:`labkit.kv.slot_context`, the same rule the capacity calculator uses).
         ``-c 16384 -np 4`` gives 4096 cells per slot.
         """
-        pad = lambda n: -(-n // 256) * 256
-        cap = pad(pad(n_ctx) // n_slots)
-        if n_ctx_train:
-            cap = min(cap, n_ctx_train)
-        return cls(cap)
+        return cls(slot_context(n_ctx, n_slots, False, n_ctx_train=n_ctx_train).n_ctx_slot)
 
     def __repr__(self):
         return f"SplitKV(slot_cap={self.slot_cap})"

@@ -21,6 +21,8 @@
 - ``result.queue_depth()``, ``result.kv_use()``: time series for plots.
 - ``result.by("user")``: per-user (or per-priority) waits and service, with a
   ``starved`` count, so a policy's unfairness is visible.
+- ``result.record``: the :class:`labkit.sim.record.SimRecord` the simulator handed
+  over, the raw rows every table above is built from.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .engine import elapsed
+from .record import QUEUE_FIELDS, REQUEST_FIELDS, SimRecord, elapsed
 
 REQUEST_COLUMNS = ["id", "user", "priority", "arrival", "admitted", "first_token", "finish",
                    "ttft", "tpot", "e2e", "queue_wait", "preemptions", "status", "reason",
@@ -58,25 +60,20 @@ def _pct(x: pd.Series, q: float) -> float:
 class SimResult:
     """The outcome of one :func:`labkit.sim.simulate` run (see the module docstring)."""
 
-    def __init__(self, engine):
-        self.config = engine.config
-        self.n_slots = engine.n_slots
-        self.kv_kind = engine.kv.kind
-        self.kv_capacity = engine.kv.capacity
-        self.block_size = getattr(engine.kv, "block_size", None) if self.kv_kind == "paged" else None
-        self.end_time = engine.now
-        self.n_steps = engine.step_no
-        self._segments = engine.segments
-        self._prefill_rows = engine.prefill_rows
-        self._spans = engine.spans
-        self._queue_events = engine.queue_events
-        self.requests = self._requests_frame(engine.done)
+    def __init__(self, record: SimRecord):
+        self.record = record
+        self.config = record.config
+        self.n_slots = record.config.slots
+        self.kv_kind = record.kv_kind
+        self.kv_capacity = record.kv_capacity
+        self.block_size = record.block_size
+        self.end_time = record.end_time
+        self.n_steps = record.n_steps
+        self.requests = self._requests_frame(record.requests)
 
     # ------------------------------------------------------------- requests
     def _requests_frame(self, rows) -> pd.DataFrame:
-        df = pd.DataFrame(rows, columns=[c for c in REQUEST_COLUMNS if c not in
-                                         ("ttft", "tpot", "e2e", "queue_wait", "starved")]
-                          + ["arrival_no"])
+        df = pd.DataFrame(rows, columns=list(REQUEST_FIELDS))
         for c in ("admitted", "first_token", "finish"):
             df[c] = df[c].astype(float)
         df["ttft"] = df["first_token"] - df["arrival"]
@@ -95,9 +92,10 @@ class SimResult:
     @cached_property
     def steps(self) -> pd.DataFrame:
         """One row per step (the engine's trace schema)."""
-        if not self._segments:
+        segments = self.record.segments
+        if not segments:
             return pd.DataFrame(columns=STEP_COLUMNS)
-        cols = list(zip(*self._segments))
+        cols = list(zip(*segments))
         step0, k, t0, first, beta = (np.asarray(c) for c in cols[:5])
         n_pre, n_pre_seqs, n_dec, att, kv0, kv_inc = (np.asarray(c, dtype=np.int64) for c in cols[5:11])
         slacks, n_busy = cols[11], np.asarray(cols[12], dtype=np.int64)
@@ -149,14 +147,15 @@ class SimResult:
         action = np.zeros((n, m), dtype=np.int8)
         ntok = np.zeros((n, m), dtype=np.int64)
         rid = np.full((n, m), None, dtype=object)
-        for slot, r, kind, a, b in self._spans:
+        spans = self.record.spans
+        for slot, r, kind, a, b in spans:
             if kind == "hold" and a <= hi and b >= lo:
                 rid[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = r
-        for slot, r, kind, a, b in self._spans:
+        for slot, r, kind, a, b in spans:
             if kind == "decode" and a <= hi and b >= lo:
                 action[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = 2
                 ntok[max(a, lo) - lo:min(b, hi) - lo + 1, slot] = 1
-        for step, slot, tokens, r in self._prefill_rows:
+        for step, slot, tokens, r in self.record.prefill_rows:
             if lo <= step <= hi:
                 action[step - lo, slot] = 1
                 ntok[step - lo, slot] = tokens
@@ -174,9 +173,10 @@ class SimResult:
     # ----------------------------------------------------------- time series
     def queue_depth(self) -> pd.DataFrame:
         """Requests waiting for a slot over time (after all changes at each instant)."""
-        if not self._queue_events:
+        events = self.record.queue_events
+        if not events:
             return pd.DataFrame({"t": [0.0], "queue_depth": [0]})
-        ev = pd.DataFrame(self._queue_events, columns=["t", "delta"])
+        ev = pd.DataFrame(events, columns=list(QUEUE_FIELDS))
         ev = ev.sort_values("t", kind="stable")
         ev["queue_depth"] = ev["delta"].cumsum()
         out = ev.groupby("t", sort=True)["queue_depth"].last().reset_index()

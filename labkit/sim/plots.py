@@ -30,7 +30,7 @@ def _runs(table: pd.DataFrame, x: str) -> pd.DataFrame:
     """Merge consecutive rows of a slot with the same action and request into bars."""
     t = table.sort_values(["slot", "step"], kind="stable")
     rid = t["request_id"].astype(object).where(t["request_id"].notna(), None)
-    key = t["action"].astype(str) + "|" + rid.astype(str)
+    key = t["action"].astype(str) + "|" + rid.map(str)      # map: None stays "None", never NaN
     new = (t["slot"] != t["slot"].shift()) | (key != key.shift()) | (t["step"] != t["step"].shift() + 1)
     run = new.cumsum()
     lo, hi = ("t_start", "t_end") if x == "time" else ("step", "step")
