@@ -5,12 +5,14 @@ Asking a running server (:func:`ask`, :func:`ask_messages`), reading its startup
 process and keeping its step trace (:func:`run_requests`), and the live experiments of
 notebooks 05 and 06 (:func:`queue_burst`, :func:`extract_then_sort`,
 :func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach them as ``nb.ask`` and so on,
-through :mod:`labkit.notebook`.
+through :mod:`labkit.notebook`, which re-exports them; this module never imports that one.
 """
 
 from __future__ import annotations
 
 import time
+
+from .runenv import log_to_file
 
 # ---------------------------------------------------------------------------- talking to a server
 
@@ -105,8 +107,7 @@ def run_requests(config, prompts, max_tokens, *, temperature: float = 0.0,
     import pandas as pd
 
     from .engine import Engine, SamplingParams
-    from .notebook import log_to_file  # the engine's log goes to a file, not the cell
-    log_to_file()
+    log_to_file()  # the engine's log goes to a file, not the cell
     if isinstance(max_tokens, int):
         max_tokens = [max_tokens] * len(prompts)
     with Engine(config) as eng:
@@ -147,11 +148,11 @@ def startup_table(configs, *, prompt: str | None = None):
     from . import kv
     from .launch import launch
     from .models import describe
+    from .settings import resolve_slots
     n_ctx_train = describe(with_hash=False).n_ctx_train
     rows = []
     for cfg in configs:
-        slots = 4 if cfg.n_slots == "auto" else int(cfg.n_slots)
-        unified = (cfg.n_slots == "auto") if cfg.kv_unified is None else cfg.kv_unified
+        slots, unified = resolve_slots(cfg.n_slots, cfg.kv_unified)
         want = kv.slot_context(cfg.n_ctx, slots, unified, n_ctx_train=n_ctx_train,
                                per_slot=cfg.kv_unified_per_slot)
         with launch(cfg) as srv:
@@ -181,8 +182,7 @@ def queue_burst(config, prompt: str, n: int, max_tokens: int):
 
     from .engine import Engine, SamplingParams
     from .engine.request import QueueFull
-    from .notebook import log_to_file  # the engine's log goes to a file, not the cell
-    log_to_file()
+    log_to_file()  # the engine's log goes to a file, not the cell
     rows = []
     with Engine(config) as eng:
         toks = eng.tokenize(eng.apply_template([{"role": "user", "content": prompt}]))

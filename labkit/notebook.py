@@ -1,77 +1,48 @@
-"""What every notebook imports: the banner, quick mode, the recipe, the compute path.
+"""What every notebook imports as ``nb``: one namespace for the notebooks' helpers.
 
 Every notebook starts with::
 
     from labkit import notebook as nb
     nb.banner()
 
-which prints four lines (versions, machine, model, mode) instead of doctor's
-whole report. Quick mode (``LABKIT_QUICK=1``, set by the test suite) shrinks
-workloads so a notebook runs in seconds on two CPU cores; :func:`pick` chooses
-between the quick and the full size of a number in one place.
+which prints four lines (versions, machine, model, mode) instead of doctor's whole report.
 
-The notebooks use one namespace, ``nb``: the helpers that talk to a live server or
-engine (:mod:`labkit.live`) and those that read results and plan capacity
-(:mod:`labkit.planning`) are re-exported here.
+This module is a facade. It defines the banner, the recipe and the compute path itself and
+re-exports, by name, the helpers that live in smaller modules: quick mode, :func:`pick` and
+the results folder (:mod:`labkit.runenv`), the helpers that talk to a live server or engine
+(:mod:`labkit.live`) and those that read results and plan capacity (:mod:`labkit.planning`).
+Those modules never import this one. ``__all__`` lists every name the notebooks use; a test
+keeps it complete.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import time
 from pathlib import Path
 
-ENV_QUICK = "LABKIT_QUICK"
-ENV_RESULTS = "LABKIT_RESULTS"
+from .live import (EngineRun, ask, ask_messages, count_tokens, document, extract_then_sort,
+                   get_trace, per_request, prefix_cache_rows, queue_burst, run_requests,
+                   startup_lines, startup_table)
+from .planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly,
+                       prediction_error, read_worksheet, rent_vs_buy, replay,
+                       saturation_signals)
+from .runenv import log_to_file, pick, quick, results_dir
 
-
-# ---------------------------------------------------------------------------- quick mode
-
-def quick() -> bool:
-    """True when ``LABKIT_QUICK`` is set to anything but ``""``, ``0``, ``false`` or ``no``."""
-    v = os.environ.get(ENV_QUICK, "").strip().lower()
-    return v not in ("", "0", "false", "no", "off")
-
-
-def pick(quick_value, full_value):
-    """``quick_value`` in quick mode, else ``full_value``."""
-    return quick_value if quick() else full_value
-
-
-# ---------------------------------------------------------------------------- files
-
-def results_dir() -> Path:
-    """Where notebooks write what they record (``$LABKIT_RESULTS``, else ``./results``).
-
-    ``results/`` is ignored by git, so recipes and logs written while learning stay local.
-    """
-    p = Path(os.environ.get(ENV_RESULTS) or "results")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
-_log_handler: logging.Handler | None = None
-
-
-def log_to_file(name: str = "labkit.log") -> Path:
-    """Send labkit's own log (the in-process engine's startup lines, its warnings when the
-    KV pool runs out) to a file under :func:`results_dir`, never into a cell. Idempotent."""
-    global _log_handler
-    path = (results_dir() / name).resolve()
-    logger = logging.getLogger("labkit")
-    if _log_handler is not None and Path(_log_handler.baseFilename) == path:
-        return path
-    if _log_handler is not None:
-        logger.removeHandler(_log_handler)
-        _log_handler.close()
-    _log_handler = logging.FileHandler(path, encoding="utf-8")
-    _log_handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    logger.addHandler(_log_handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    return path
+__all__ = [
+    # defined here
+    "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
+    "skip_without_gpu", "terms",
+    # labkit.runenv
+    "log_to_file", "pick", "quick", "results_dir",
+    # labkit.live
+    "EngineRun", "ask", "ask_messages", "count_tokens", "document", "extract_then_sort",
+    "get_trace", "per_request", "prefix_cache_rows", "queue_burst", "run_requests",
+    "startup_lines", "startup_table",
+    # labkit.planning
+    "DAY_PROFILE", "day_of_traffic", "findings", "first_saturated_rate", "hourly",
+    "prediction_error", "read_worksheet", "rent_vs_buy", "replay", "saturation_signals",
+]
 
 
 # ---------------------------------------------------------------------------- banner
@@ -197,8 +168,3 @@ def terms(*names: str):
     from .glossary import table
     t = table().set_index("english")
     return t.loc[list(names)] if names else t
-
-
-# The notebooks' single namespace (imported last: labkit.live imports from this module).
-from .live import *  # noqa: E402,F401,F403
-from .planning import *  # noqa: E402,F401,F403

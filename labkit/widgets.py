@@ -12,14 +12,21 @@ browser through ``update`` and read ``result``; moving a slider calls the same
   conversations fit (notebook 02).
 - :func:`slots_panel`: n_ctx, slots, split or unified -> llama.cpp's per-slot sizes
   and a picture of the table tops (notebook 03).
+- :func:`gates_panel`: your TTFT threshold -> the worksheet's three gates (notebook 04).
+- :func:`load_panel`: arrival rate, slots, policy -> queue depth and KV use (notebook 06).
+- :func:`rent_buy_panel`: your quotes and hours -> the break-even month (notebook 07).
+- :func:`classroom_panel`: a worksheet column -> learner x configuration (classroom).
+
+A panel only wires controls to a computation that lives elsewhere (the simulator's
+experiments, the capacity calculator, :mod:`labkit.kv`, :mod:`labkit.planning`), and its
+choices come from where those computations keep them: the policies the simulator knows,
+the KV cache types :mod:`labkit.kv` has bytes for, the models the calculator describes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
-
-import pandas as pd
 
 # ---------------------------------------------------------------------------- the panel
 
@@ -138,102 +145,31 @@ class Panel:
 
 # ---------------------------------------------------------------------------- notebook 01
 
-#: Output-length mixes for the restaurant workload (prompt lengths: 64-512 tokens).
-MIXES = {
-    "short": (16, 32, 48),
-    "mixed": (16, 64, 256),
-    "long": (128, 256, 512),
-}
-_MIX_WEIGHTS = {"short": None, "mixed": (0.5, 0.3, 0.2), "long": None}
-MODES = ("static", "dynamic", "continuous")
-
-
-def restaurant_workload(n: int = 24, rate: float = 4.0, mix: str = "mixed", seed: int = 0):
-    """``n`` guests arriving at ``rate`` per second (Poisson), prompts of 64-512 tokens,
-    answers drawn from the ``mix`` (see :data:`MIXES`)."""
-    from . import sim
-    if mix not in MIXES:
-        raise ValueError(f"mix must be one of {list(MIXES)}")
-    return sim.poisson(n, rate=rate, prompt=(64, 512),
-                       output=sim.Choice(MIXES[mix], _MIX_WEIGHTS[mix]), seed=seed)
-
-
-def restaurant_runs(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 24,
-                    seed: int = 0, modes=MODES, hardware: str = "rtx4090", model: str = "8b-q4",
-                    max_wait: float = 0.25) -> dict:
-    """The same workload through each batching mode: ``{mode: SimResult}``.
-
-    The step cost is the simulator's first-principles preset (an 8B Q4 model on an RTX 4090
-    by default), so the times are an idealised GPU's, not this machine's.
-    """
-    from . import sim
-    reqs = restaurant_workload(n, rate, mix, seed)
-    cost = sim.preset(hardware, model)
-    return {m: sim.simulate(reqs, slots=slots, batching=m, cost=cost, max_wait=max_wait)
-            for m in modes}
-
-
-SUMMARY_COLUMNS = ["throughput_tok_s", "ttft_p50", "ttft_p90", "e2e_mean", "e2e_p99",
-                   "queue_wait_mean", "slot_occupancy", "duration_s"]
-
-
-def summarize(runs: dict) -> pd.DataFrame:
-    """One row per run with the headline numbers."""
-    return pd.DataFrame({k: {c: r.summary()[c] for c in SUMMARY_COLUMNS} for k, r in runs.items()}).T
-
-
-def work_table(run) -> pd.DataFrame:
-    """A run's slot table without the rows of empty tables: what a Gantt chart needs to draw
-    (a blank stretch is an empty table). Much faster to draw than the full table."""
-    t = run.slot_table() if hasattr(run, "slot_table") else run
-    return t[(t["action"] != "idle") | t["request_id"].notna()]
-
-
-def gantt(run, ax=None, **kw):
-    """:func:`labkit.sim.plots.gantt` of a simulator run or an engine slot trace, drawing only
-    the busy stretches (see :func:`work_table`)."""
-    from .sim import plots
-    return plots.gantt(work_table(run), ax=ax, **kw)
-
-
-def restaurant_summary(**kw) -> pd.DataFrame:
-    return summarize(restaurant_runs(**kw))
-
-
-@dataclass
-class RestaurantResult:
-    runs: dict
-    summary: pd.DataFrame
-
-    def _repr_html_(self):
-        return self.summary.round(3)._repr_html_()
-
-    def __repr__(self):
-        return self.summary.round(3).to_string()
-
-
 def gantt_panel(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 24,
                 seed: int = 0) -> Panel:
     """Slots, arrival rate and length mix -> Gantt charts and metrics of static, dynamic and
-    continuous batching on one workload. ``panel.result.summary`` holds the metrics."""
+    continuous batching on one workload (:func:`labkit.sim.experiments.restaurant`).
+    ``panel.result.summary`` holds the metrics."""
+    from .sim import experiments
+
     def compute(slots, rate, mix, n, seed):
-        runs = restaurant_runs(slots=slots, rate=rate, mix=mix, n=n, seed=seed)
-        return RestaurantResult(runs, summarize(runs))
+        return experiments.restaurant(slots=slots, rate=rate, mix=mix, n=n, seed=seed)
 
     def draw(fig, result, values):
+        from .plots import gantt
         axes = fig.subplots(len(result.runs), 1, sharex=True)
         for ax, (mode, run) in zip(axes, result.runs.items()):
             s = result.summary.loc[mode]
             gantt(run, ax=ax, labels=values["n"] <= 30,
-                        title=f"{mode}: {s['throughput_tok_s']:.0f} tok/s, "
-                              f"TTFT p90 {s['ttft_p90']:.2f} s, mean e2e {s['e2e_mean']:.2f} s")
+                  title=f"{mode}: {s['throughput_tok_s']:.0f} tok/s, "
+                        f"TTFT p90 {s['ttft_p90']:.2f} s, mean e2e {s['e2e_mean']:.2f} s")
             ax.set_xlabel("")
         axes[-1].set_xlabel("time (s)")
 
     controls = {
         "slots": Control("int", 1, 8, description="slots (tables)"),
         "rate": Control("float", 0.5, 20.0, 0.5, description="arrivals / s"),
-        "mix": Control("choice", options=tuple(MIXES), description="answer lengths"),
+        "mix": Control("choice", options=tuple(experiments.MIXES), description="answer lengths"),
         "n": Control("int", 4, 60, description="guests"),
     }
     return Panel(compute, controls, dict(slots=slots, rate=rate, mix=mix, n=n, seed=seed), draw,
@@ -247,7 +183,7 @@ def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx:
                    tokens_per_conversation: int = 4096, overhead_gib: float = 1.0) -> Panel:
     """GPU memory, model, -c, -np, KV type -> the capacity calculator's answer
     (``panel.result`` is a :class:`labkit.capacity.Capacity`)."""
-    from . import capacity
+    from . import capacity, kv
 
     def compute(gpu_gib, model, n_ctx, slots, kv_type, kv_unified, tokens_per_conversation,
                 overhead_gib):
@@ -265,7 +201,7 @@ def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx:
         "model": Control("choice", options=tuple(capacity.MODELS), description="model"),
         "n_ctx": Control("int", 1024, 131072, 1024, description="-c"),
         "slots": Control("int", 1, 32, description="-np"),
-        "kv_type": Control("choice", options=("f16", "q8_0", "q4_0"), description="KV type"),
+        "kv_type": Control("choice", options=tuple(kv.BYTES_PER_VALUE), description="KV type"),
         "kv_unified": Control("bool", description="unified KV"),
         "tokens_per_conversation": Control("int", 256, 131072, 256, description="tokens/conversation"),
         "overhead_gib": Control("float", 0, 8, 0.25, description="overhead GiB"),
@@ -305,20 +241,13 @@ def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
 
 # ---------------------------------------------------------------------------- notebook 06: load
 
-def load_run(rate: float = 2.0, slots: int = 4, policy: str = "fifo", n: int = 200,
-             long_share: float = 0.3, seed: int = 1) -> dict:
-    """One simulated evening (short 32-token and long 600-token answers, prompts of 64-512
-    tokens) at ``rate`` requests/s: ``{"summary": SimResult.summary(), "run": SimResult}``."""
-    from . import sim
-    reqs = sim.poisson(n, rate=rate, prompt=sim.Uniform(64, 512),
-                       output=sim.Choice([32, 600], [1 - long_share, long_share]), seed=seed)
-    run = sim.simulate(reqs, slots=slots, policy=policy)
-    return {"summary": run.summary(), "run": run}
-
-
 def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_share: float = 0.3) -> Panel:
     """Arrival rate, slots, policy, share of long answers -> queue depth and KV use over time,
-    with the run's TTFT, per-stream tok/s and peak queue in the title (notebook 06)."""
+    with the run's TTFT, per-stream tok/s and peak queue in the title (notebook 06).
+    ``result`` is :func:`labkit.sim.experiments.load_run`'s dict."""
+    from .sim.experiments import load_run
+    from .sim.policies import POLICIES
+
     def compute(rate, slots, policy, long_share):
         return load_run(rate=rate, slots=slots, policy=policy, long_share=long_share)
 
@@ -334,7 +263,7 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
     return Panel(compute, {
         "rate": Control("float", 0.25, 6.0, 0.25, description="requests/s"),
         "slots": Control("int", 1, 16, 1, description="slots (-np)"),
-        "policy": Control("choice", options=("fifo", "sjf", "priority", "fair"), description="policy"),
+        "policy": Control("choice", options=tuple(POLICIES), description="policy"),
         "long_share": Control("float", 0.0, 1.0, 0.1, description="long answers"),
     }, {"rate": rate, "slots": slots, "policy": policy, "long_share": long_share}, draw,
         title="Load: queue depth and KV use")
@@ -345,6 +274,8 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
 def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
     """Your TTFT threshold -> the worksheet's three gates for every config (notebook 04).
     ``rows``: a bench result's per-request rows (``result.rows``); ``result`` is the worksheet."""
+    import pandas as pd
+
     from .bench import worksheet
 
     hi = max(1.0, float(pd.to_numeric(rows["ttft_s"], errors="coerce").max() or 1.0) * 1.5)
@@ -373,8 +304,8 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
 def rent_buy_panel(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
                    hours_per_month: float, months: int = 36) -> Panel:
     """Your quotes and hours -> cumulative cost of buying and renting, and the break-even point
-    (notebook 07). ``result`` is :func:`labkit.notebook.rent_vs_buy`'s dict."""
-    from .notebook import rent_vs_buy
+    (notebook 07). ``result`` is :func:`labkit.planning.rent_vs_buy`'s dict."""
+    from .planning import rent_vs_buy
 
     def compute(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months):
         return rent_vs_buy(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months)

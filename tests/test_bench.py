@@ -239,7 +239,7 @@ def test_plots_draw_from_rows(tmp_path):
 
 
 def test_default_grid_and_cli_options():
-    from labkit.bench.cli import build_parser, default_configs, default_threads
+    from labkit.bench.cli import build_parser, default_configs
     cfgs = default_configs()
     assert [(c.n_slots, c.kv_unified, c.n_ctx) for c in cfgs] == \
         [(1, False, 4096), (2, False, 4096), (4, False, 4096),
@@ -247,4 +247,4 @@ def test_default_grid_and_cli_options():
     a = build_parser().parse_args(["--rounds", "1", "-w", "short", "long", "--json-schema",
                                    "--server", "xllamacpp"])
     assert a.rounds == 1 and a.workload == ["short", "long"] and a.json_schema
-    assert a.server == "xllamacpp" and default_threads() >= 1
+    assert a.server == "xllamacpp" and a.threads is None

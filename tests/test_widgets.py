@@ -49,9 +49,34 @@ def test_capacity_panel():
 
 
 def test_restaurant_workload_is_deterministic():
-    a = widgets.restaurant_summary(slots=2, n=10)
-    b = widgets.restaurant_summary(slots=2, n=10)
+    from labkit import plots
+    from labkit.sim import experiments
+    a = experiments.restaurant_summary(slots=2, n=10)
+    b = experiments.restaurant_summary(slots=2, n=10)
     assert a.equals(b)
     assert (a["throughput_tok_s"] > 0).all()
-    t = widgets.work_table(widgets.restaurant_runs(n=6)["static"])
+    t = plots.work_table(experiments.restaurant_runs(n=6)["static"])
     assert not ((t["action"] == "idle") & t["request_id"].isna()).any()
+
+
+def test_choices_come_from_their_sources():
+    """A policy, KV cache type or model added where it is defined shows up in the panels."""
+    from labkit import capacity, kv
+    from labkit.sim import experiments
+    from labkit.sim.policies import POLICIES
+    load = widgets.load_panel(rate=0.5)
+    assert load.controls["policy"].options == tuple(POLICIES)
+    cap = widgets.capacity_panel()
+    assert cap.controls["kv_type"].options == tuple(kv.BYTES_PER_VALUE)
+    assert cap.controls["model"].options == tuple(capacity.MODELS)
+    assert widgets.gantt_panel(n=6).controls["mix"].options == tuple(experiments.MIXES)
+    for kv_type in cap.controls["kv_type"].options:          # every offered choice computes
+        assert cap.update(kv_type=kv_type).kv_type == kv_type
+
+
+def test_widgets_holds_panels_only():
+    """The domain code lives next to its kin: simulator experiments in labkit.sim.experiments,
+    pictures in labkit.plots, planning in labkit.planning."""
+    for name in ("restaurant_runs", "restaurant_summary", "summarize", "work_table", "gantt",
+                 "RestaurantResult", "load_run", "MIXES", "rent_vs_buy"):
+        assert not hasattr(widgets, name), name

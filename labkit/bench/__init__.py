@@ -20,8 +20,7 @@ from .client import RequestSpec, Sampling, poisson_arrivals, send_all, stream_on
 from .grading import Grade, grade
 from .memory import MemorySampler
 from .prompt import Prompt, json_schema_format
-from .runner import (BenchResult, Target, environment, measure, measure_target, quick_mode,
-                     run_config)
+from .runner import BenchResult, Target, environment, measure, measure_target, run_config
 from .workload import WORKLOADS, Document, Workload, generate, load_workload
 from .worksheet import run_summary, timing_agreement, to_markdown, worksheet
 from .cli import default_configs
@@ -29,5 +28,5 @@ from .cli import default_configs
 __all__ = ["BenchResult", "Document", "Grade", "MemorySampler", "Prompt", "RequestSpec",
            "Sampling", "Target", "WORKLOADS", "Workload", "default_configs", "environment",
            "generate", "grade", "json_schema_format", "load_workload", "measure",
-           "measure_target", "poisson_arrivals", "quick_mode", "run_config", "run_summary",
+           "measure_target", "poisson_arrivals", "run_config", "run_summary",
            "send_all", "stream_one", "timing_agreement", "to_markdown", "worksheet"]

@@ -30,19 +30,6 @@ DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
 
 
-def default_threads() -> int:
-    """CPU threads for the server: every core this process may use but one, which is left
-    to the HTTP front and the benchmark client. llama.cpp's worker threads spin while they
-    wait for each other, so a thread that has to share its core with the client slows every
-    step; on a shared or small machine this matters more than the extra thread gains."""
-    import os
-    try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:
-        n = os.cpu_count() or 1
-    return max(1, n - 1)
-
-
 def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFAULT_SLOTS,
                     kv_modes=("split", "unified"), model: str | None = None,
                     n_gpu_layers=0, binary: str | None = None, extra_args=(), **kw) -> list:
@@ -106,14 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .runner import measure, quick_mode
+    from .. import runenv
+    from .runner import measure
     from .worksheet import to_markdown
-    quick = quick_mode()
+    quick = runenv.quick()
     rounds = args.rounds or (1 if quick else 3)
     slots = args.slots or ((1, 2) if quick else DEFAULT_SLOTS)
     kv_modes = args.kv or (("split",) if quick else ("split", "unified"))
     max_docs = args.max_docs or (QUICK_DOCS if quick else None)
-    threads = args.threads or default_threads()
+    threads = args.threads or runenv.server_threads_beside_client()
     ngl = args.n_gpu_layers if args.n_gpu_layers in ("all", "auto") else int(args.n_gpu_layers)
     if args.base_url:
         configs = list(args.base_url)

@@ -41,11 +41,6 @@ from .workload import Workload, load_workload
 TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
 
 
-def quick_mode() -> bool:
-    """True when $LABKIT_QUICK is set to something other than 0 (the test suite sets it)."""
-    return os.environ.get("LABKIT_QUICK", "0") not in ("", "0", "false", "no")
-
-
 @dataclass
 class Target:
     """What a run talks to: a URL, plus what is known about the server behind it."""

@@ -54,7 +54,7 @@ def _idle(answer):
 def smallest_slots_for_ttft(limit_s: float = 1.0, rate: float = 4.0, mix: str = "mixed",
                             max_slots: int = 8):
     """The fewest slots whose p90 TTFT (continuous batching) is below ``limit_s``, or None."""
-    from ..widgets import restaurant_runs
+    from ..sim.experiments import restaurant_runs
     for s in range(1, max_slots + 1):
         run = restaurant_runs(slots=s, rate=rate, mix=mix, modes=("continuous",))["continuous"]
         if run.summary()["ttft_p90"] < limit_s:
