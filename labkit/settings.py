@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .kv import BYTES_PER_VALUE
+from .runenv import flag
 
 ENGINE, SERVER, PROCESS = "engine", "server", "process"
 
@@ -104,14 +105,16 @@ def choice(options: Iterable[str], aliases: dict | None = None) -> Callable[[Any
 
 
 def boolean(value: Any) -> bool:
+    """True/False, or one of the on/off words that labkit reads everywhere (runenv.flag)."""
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError
+    word = str(value).strip()
+    if not word:
+        raise ValueError
+    try:
+        return flag(word)
+    except ValueError:
+        raise ValueError from None
 
 
 def text(value: Any) -> str:
@@ -207,8 +210,10 @@ class Setting:
 
 TABLE: tuple[Setting, ...] = (
     # --- engine: how the slot engine is built -------------------------------------------
-    Setting("n_ctx", ("-c", "--ctx-size"), 4096, "int", integer(1), "an integer >= 1",
-            "total KV cells, shared among the slots (rounded up to a multiple of 256)",
+    Setting("n_ctx", ("-c", "--ctx-size"), 4096, "int", integer(0),
+            "an integer >= 0 (0: the model's training context)",
+            "total KV cells, shared among the slots (rounded up to a multiple of 256); "
+            "0: the model's training context",
             llama_server_default=0,
             why_different="llama-server's 0 takes the model's training context; labkit's 4096 "
                           "keeps a learner's first runs small and quick on a laptop CPU"),
