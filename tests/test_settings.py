@@ -30,7 +30,7 @@ def no_process(monkeypatch):
 @pytest.mark.parametrize("changes, setting, allowed", [
     ({"type_k": "q9"}, "type_k", "q8_0"),
     ({"n_slots": 0}, "n_slots", "'auto'"),
-    ({"n_ctx": -1}, "n_ctx", ">= 1"),
+    ({"n_ctx": -1}, "n_ctx", ">= 0"),
     ({"flash_attn": "maybe"}, "flash_attn", "on, off or auto"),
     ({"n_gpu_layers": "most"}, "n_gpu_layers", "'all'"),
     ({"n_batch": 0}, "n_batch", ">= 1"),
@@ -125,7 +125,7 @@ def test_the_seed_tutorials_command_line_parses():
 
 
 _values = {
-    "n_ctx": st.integers(1, 1 << 20),
+    "n_ctx": st.integers(0, 1 << 20),
     "n_slots": st.one_of(st.just("auto"), st.integers(1, 64)),
     "kv_unified": st.sampled_from([None, True, False]),
     "kv_unified_per_slot": st.one_of(st.none(), st.integers(1, 1 << 16)),
