@@ -83,7 +83,7 @@ def test_startup_log_lines(model_path, caplog):
 
 
 def test_close_leaves_no_thread(model_path):
-    e = Engine(EngineConfig(model_path, n_ctx=512))
+    e = Engine(EngineConfig(model_path, n_ctx=512, n_slots=1))
     h = e.submit(e.tokenize("Count to one hundred:"), SamplingParams(max_tokens=500, ignore_eos=True))
     e.close()
     assert h.result(5).finish_reason == "cancelled"

@@ -1,4 +1,5 @@
-"""The engine's pure logic (scheduler, stop strings, UTF-8 streaming, config): no model needed."""
+"""The engine's pure logic (scheduler, slot states, stop strings, UTF-8 streaming, timings,
+config): no model needed."""
 
 from types import SimpleNamespace
 
@@ -7,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labkit.engine.config import EngineConfig
-from labkit.engine.sampling import StopMatcher, TextStream
+from labkit.engine.request import Request, RequestHandle, Timings, usage
+from labkit.engine.sampling import SamplingParams, StopMatcher, TextStream
 from labkit.engine.scheduler import (choose_slot, common_prefix, plan_step, reservation,
                                      reserve_room, reused_prefix)
 from labkit.engine.slot import GENERATING, IDLE, PREFILL, Slot
@@ -162,4 +164,105 @@ def test_config_follows_llama_server_rules():
     with pytest.raises(ValueError):
         EngineConfig("m.gguf", n_slots="many")
     with pytest.raises(ValueError):
-        EngineConfig("m.gguf", type_k="q3_x")
+        EngineConfig("m.gguf", n_slots=1, type_k="q3_x")
+
+
+# ---------------------------------------------------------------- slot states
+
+class FakeSampler:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def seated(tokens=(1, 2, 3), prompt=(1, 2, 3, 4, 5), stop=(), n_cached=3):
+    """A slot holding ``tokens`` that has just taken a request for ``prompt``."""
+    s = slot(0, tokens, t_last_used=1.0)
+    req = Request(list(prompt), SamplingParams(stop=list(stop)))
+    s.start(req, RequestHandle(req, wake=lambda: None), FakeSampler(), n_cached=n_cached,
+            reserved=10)
+    return s
+
+
+def test_slot_start_prompt_done_free_cycle():
+    s = seated()
+    assert (s.state, s.busy, s.n_cached, s.reserved, s.prompt_left()) == (PREFILL, True, 3, 10, 2)
+    assert isinstance(s.text, TextStream) and s.stop is None
+    s.tokens.extend([4, 5])
+    s.n_prompt_done = 2
+    s.prompt_done(2.0)
+    assert (s.state, s.t_first) == (GENERATING, 2.0)
+    sampler = s.sampler
+    s.free(5.0)
+    assert (s.state, s.busy, s.t_last_used) == (IDLE, False, 5.0)
+    assert sampler.closed
+    assert s.tokens == [1, 2, 3, 4, 5]  # the cache outlives the request
+    assert (s.request, s.handle, s.sampler, s.text, s.stop) == (None,) * 5
+    assert (s.n_decoded, s.n_cached, s.n_prompt_done, s.reserved, s.sampled, s.i_batch) == (
+        0, 0, 0, 0, -1, -1)
+
+
+def test_slot_frees_from_prefill():
+    s = seated()
+    s.free(3.0)
+    assert s.state == IDLE and s.t_last_used == 3.0
+    s.start(Request([1, 2, 9], SamplingParams()), None, FakeSampler(), n_cached=3)
+    assert s.state == PREFILL
+
+
+def test_slot_transitions_refuse_the_wrong_state():
+    s = slot(0)
+    with pytest.raises(RuntimeError):
+        s.prompt_done(1.0)
+    with pytest.raises(RuntimeError):
+        s.free(1.0)
+    s = seated()
+    with pytest.raises(RuntimeError):
+        s.start(s.request, s.handle, FakeSampler(), n_cached=3)
+    s.prompt_done(1.0)
+    with pytest.raises(RuntimeError):
+        s.prompt_done(2.0)
+    with pytest.raises(ValueError):  # the KV mirror must be trimmed to the cached prefix first
+        seated(tokens=(1, 2, 3, 7), n_cached=3)
+
+
+def test_slot_text_holds_back_stop_prefixes_and_stops_at_a_match():
+    s = seated(stop=["END"])
+    assert isinstance(s.stop, StopMatcher)
+    assert s.push_text(b"abE") == ("ab", False)
+    assert s.flush_text() == "E"
+    assert s.completion() == "abE"
+    s = seated(stop=["END"])
+    assert s.push_text(b"xEN") == ("x", False)
+    assert s.push_text(b"D and more") == ("", True)
+    assert s.text is None and s.flush_text() == "" and s.completion() == "x"
+    s = seated()
+    assert s.push_text("é".encode()[:1]) == ("", False)  # half a character waits
+    assert s.flush_text() == "\ufffd"
+
+
+def test_timings_dict_and_slot_timings():
+    zero = Timings().as_dict()
+    assert list(zero) == ["cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms",
+                          "prompt_per_second", "predicted_n", "predicted_ms",
+                          "predicted_per_token_ms", "predicted_per_second"]
+    assert all(v == 0 for v in zero.values())
+    t = Timings(cache_n=2, prompt_n=10, prompt_ms=20.0, predicted_n=5, predicted_ms=50.0).as_dict()
+    assert (t["prompt_per_token_ms"], t["prompt_per_second"]) == (2.0, 500.0)
+    assert (t["predicted_per_token_ms"], t["predicted_per_second"]) == (10.0, 100.0)
+    s = seated()
+    s.t_start, s.n_prompt_done = 1.0, 2
+    assert s.timings(1.5) == Timings(3, 2, 500.0, 0, 0.0)  # still reading its prompt
+    s.prompt_done(2.0)
+    s.n_decoded, s.t_last = 4, 2.25
+    assert s.timings(9.0) == Timings(3, 2, 1000.0, 4, 250.0)
+    assert usage(5, 4) == {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+
+
+def test_cancel_wakes_the_engine():
+    woken = []
+    req = Request([1], SamplingParams())
+    h = RequestHandle(req, wake=lambda: woken.append(True))
+    h.cancel()
+    assert req.cancelled and woken == [True]

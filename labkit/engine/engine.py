@@ -1,21 +1,23 @@
 """The slot engine: one llama context, one thread, one llama_decode per step.
 
 This is continuous batching in about one screen of code. The engine thread
-repeats :meth:`Engine._step`:
+repeats :meth:`Engine._step`, five steps in this order:
 
 1. **Admit.** Waiting requests take free slots, first come first served. With
    prompt caching a request goes to the free slot that already holds the
    longest piece of its prompt, and only the rest is computed.
-2. **Build one batch.** A decode token for every generating slot, then prompt
-   chunks of the slots still reading their prompts, up to ``n_batch`` tokens
-   (chunked prefill). Logits are requested only where a token will be sampled.
-3. **Decode once.** One ``llama_decode`` runs the model over the whole batch;
+2. **Plan.** A decode token for every generating slot, then prompt chunks of
+   the slots still reading their prompts, up to ``n_batch`` tokens (chunked
+   prefill).
+3. **Fill.** Write the plan into the one reusable llama_batch. Logits are
+   requested only where a token will be sampled.
+4. **Decode.** One ``llama_decode`` runs the model over the whole batch;
    every slot advances together.
-4. **Sample and stream.** Each slot with fresh logits samples its next token
-   with its own sampler chain; text goes out to the client at once. A slot
-   that is done (end-of-generation, stop string, max_tokens, slot full) frees
-   its seat for the next waiting request *at the next step*, not at the end
-   of some batch: that is the "continuous" in continuous batching.
+5. **Sample.** Each slot with fresh logits samples its next token with its own
+   sampler chain; text goes out to the client at once. A slot that is done
+   (end-of-generation, stop string, max_tokens, slot full) frees its seat for
+   the next waiting request *at the next step*, not at the end of some batch:
+   that is the "continuous" in continuous batching.
 
 Every llama_decode is recorded in :attr:`Engine.trace` (see :mod:`.trace`).
 
@@ -23,8 +25,10 @@ The KV pool can run out when slots share one (unified) cache. Then
 llama_decode returns 1 and the engine does what llama-server does: drop the
 cache of an idle slot if there is one, else retry with half the batch, and
 when even one token cannot be placed, fail the request that token belongs to
-(an error event) and carry on with the others. ``EngineConfig(reserve=True)``
-prevents this by admitting a request only when its worst case fits.
+(an error event) and carry on with the others. A batch decoded in parts is
+also sampled in parts, each right after its llama_decode, because llama.cpp
+keeps only the logits of the latest call. ``EngineConfig(reserve=True)``
+prevents all this by admitting a request only when its worst case fits.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 
 import llama_cpp
 
@@ -41,11 +46,12 @@ from .config import EngineConfig
 from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
                      add_log_sink, apply_chat_template, detokenize, eog_tokens,
                      remove_log_sink, tokenize)
-from .request import (ContextExceeded, FinalEvent, QueueFull, Request, RequestHandle,
-                      TokenEvent)
-from .sampling import Sampler, SamplingParams, StopMatcher, TextStream
-from .scheduler import (choose_slot, plan_step, reservation, reserve_room, reused_prefix)
-from .slot import GENERATING, PREFILL, Slot
+from .request import (ContextExceeded, Event, FinalEvent, QueueFull, Request, RequestHandle,
+                      Timings, TokenEvent, usage)
+from .sampling import Sampler, SamplingParams
+from .scheduler import (Work, choose_slot, plan_step, reservation, reserve_room,
+                        reused_prefix)
+from .slot import Slot
 from .trace import Metrics, Trace
 
 log = logging.getLogger("labkit.engine")
@@ -121,7 +127,7 @@ class Engine:
         self._warmup()
         self._slots = [Slot(i, n_ctx_slot) for i in range(n_slots)]
         self._prefill_order: list[Slot] = []     # slots reading prompts, by arrival
-        self._waiting: deque = deque()           # (Request, RequestHandle, Sampler)
+        self._waiting: deque[tuple[Request, RequestHandle, Sampler]] = deque()
         self._cond = threading.Condition()
         self._closing = False
         self.trace = Trace(n_slots)
@@ -143,7 +149,7 @@ class Engine:
         return apply_chat_template(self.model, messages, add_generation_prompt)
 
     def submit(self, prompt: list[int], params: SamplingParams | None = None,
-               on_event=None) -> RequestHandle:
+               on_event: Callable[[Event], None] | None = None) -> RequestHandle:
         """Queue a request; returns at once with its handle.
 
         Raises :class:`ContextExceeded` if the prompt cannot fit in a slot
@@ -159,8 +165,7 @@ class Engine:
             raise ContextExceeded(len(prompt), self.n_ctx_slot)
         sampler = Sampler(self._vocab, params, self._eog_list)
         req = Request(prompt, params, on_event, t_submit=self._now())
-        handle = RequestHandle(req)
-        handle._wake = self._wake
+        handle = RequestHandle(req, self._wake)
         with self._cond:
             if self._closing:
                 sampler.close()
@@ -275,37 +280,23 @@ class Engine:
                         self._finish(s, "error", now, error=f"engine error: {exc}")
 
     def _step(self) -> None:
-        """One iteration: admit, build one batch, decode it once, sample, stream."""
+        """One iteration: admit, plan, fill, decode, sample (see the module docstring)."""
         now = self._now()
-        self._drop_cancelled(now)
         self._admit(now)
-        work = plan_step(self._slots, self._prefill_order, self.n_batch, self.config.cont_batching)
+        work = self._plan()
         if not work:
             if self._waiting and not any(s.busy for s in self._slots):
                 time.sleep(0.001)  # cannot happen with a sane config; avoid spinning
             return
-        self._fill_batch(work, now)
-        self._decode(work)
+        self._fill(work, now)
+        for start, n in self._decode(work):  # one part, unless the KV pool is full
+            self._sample(work, start, n)
 
     # ------------------------------------------------------------------ 1. admit
 
-    def _drop_cancelled(self, now: float) -> None:
-        for s in self._slots:
-            if s.busy and s.request.cancelled:
-                self._finish(s, "cancelled", now)
-        if any(r.cancelled for r, _, _ in self._waiting):
-            with self._cond:
-                keep = deque()
-                for item in self._waiting:
-                    if item[0].cancelled:
-                        item[2].close()
-                        self._emit(item[1], self._final_for_unstarted(item[0], "cancelled"))
-                    else:
-                        keep.append(item)
-                self._waiting = keep
-
     def _admit(self, now: float) -> None:
-        """Move waiting requests into free slots, in arrival order."""
+        """End cancelled requests, then move waiting requests into free slots in arrival order."""
+        self._drop_cancelled(now)
         reserve = self.config.reserve and self.config.unified
         while self._waiting:
             req, handle, sampler = self._waiting[0]
@@ -323,23 +314,44 @@ class Engine:
                 self._waiting.popleft()
             self._start(slot, req, handle, sampler, need if reserve else 0)
 
-    def _start(self, slot: Slot, req: Request, handle, sampler, reserved: int) -> None:
+    def _start(self, slot: Slot, req: Request, handle: RequestHandle, sampler: Sampler,
+               reserved: int) -> None:
+        """Seat a request: keep the cached prefix of its prompt, drop the rest of the slot's KV."""
         keep = reused_prefix(slot.tokens, req.prompt, req.params.cache_prompt)
         if keep < len(slot.tokens):
             llama_cpp.llama_memory_seq_rm(self._mem, slot.id, keep, -1)
             del slot.tokens[keep:]
-        slot.request, slot.handle, slot.sampler = req, handle, sampler
-        slot.text = TextStream()
-        slot.stop = StopMatcher(req.params.stop) if req.params.stop else None
-        slot.n_cached = keep
-        slot.reserved = reserved
-        slot.t_start = 0.0
-        slot.state = PREFILL
+        slot.start(req, handle, sampler, n_cached=keep, reserved=reserved)
         self._prefill_order.append(slot)
 
-    # ------------------------------------------------------------------ 2. build the batch
+    def _drop_cancelled(self, now: float) -> None:
+        """Free the slots of cancelled requests; end cancelled requests still waiting."""
+        for s in self._slots:
+            if s.busy and s.request.cancelled:
+                self._finish(s, "cancelled", now)
+        if any(r.cancelled for r, _, _ in self._waiting):
+            with self._cond:
+                keep = deque()
+                for item in self._waiting:
+                    req, handle, sampler = item
+                    if req.cancelled:
+                        sampler.close()
+                        self._emit(handle, self._final_for_unstarted(req, "cancelled"))
+                    else:
+                        keep.append(item)
+                self._waiting = keep
 
-    def _fill_batch(self, work, now: float) -> None:
+    # ------------------------------------------------------------------ 2. plan
+
+    def _plan(self) -> list[Work]:
+        """Choose this step's work: a decode token per generating slot, then prompt chunks."""
+        return plan_step(self._slots, self._prefill_order, self.n_batch,
+                         self.config.cont_batching)
+
+    # ------------------------------------------------------------------ 3. fill
+
+    def _fill(self, work: list[Work], now: float) -> None:
+        """Write the planned tokens into the batch and into the slots' KV mirrors."""
         batch = self._batch
         batch.clear()
         for w in work:
@@ -359,10 +371,14 @@ class Engine:
                 s.tokens.extend(chunk)
                 s.n_prompt_done += w.n
 
-    # ------------------------------------------------------------------ 3. decode
+    # ------------------------------------------------------------------ 4. decode
 
-    def _decode(self, work) -> None:
-        """llama_decode the batch; on a full KV pool retry smaller, then fail one request."""
+    def _decode(self, work: list[Work]) -> Iterator[tuple[int, int]]:
+        """llama_decode the batch, yielding each decoded part (start, n) for sampling."""
+        # The whole batch in one call, unless the KV pool is full: then purge an
+        # idle slot's cache, else retry with half as many tokens, else fail the
+        # request that owns the one token that does not fit. The caller samples
+        # each part before the next call overwrites its logits.
         batch, ctx = self._batch, self.ctx.ptr
         i, n_try = 0, self.n_batch
         while i < batch.n:
@@ -373,7 +389,7 @@ class Engine:
                 llama_cpp.llama_synchronize(ctx)
                 t1 = self._now()
                 self._record(work, i, m, t0, t1)
-                self._sample_view(work, i, m)
+                yield i, m
                 i += m
                 n_try = self.n_batch
             elif ret == 1:
@@ -385,7 +401,7 @@ class Engine:
                     log.warning("failed to find free space in the KV cache, retrying with "
                                 "smaller batch size, i = %d, n_batch = %d, ret = %d", i, n_try, ret)
                 else:
-                    work = self._fail_at(work, i)
+                    self._fail_at(work, i)
             else:
                 err = "Invalid input batch." if ret == -1 else f"Compute error (llama_decode returned {ret})."
                 log.error("%s i = %d, n_batch = %d, ret = %d", err, i, m, ret)
@@ -407,8 +423,8 @@ class Engine:
                 return True
         return False
 
-    def _fail_at(self, work, i: int):
-        """Even one token at batch index i does not fit: fail the request it belongs to."""
+    def _fail_at(self, work: list[Work], i: int) -> None:
+        """Even one token at batch index i does not fit: fail its request, drop its ``work``."""
         slot = self._slots[self._batch.seq_of(i)]
         log.error("Context size has been exceeded: slot %d fails its request", slot.id)
         mapping = self._batch.compact(i, slot.id)
@@ -426,13 +442,14 @@ class Engine:
         self._finish(slot, "error", self._now(),
                      error="Context size has been exceeded (the shared KV cache is full).")
         work[:] = kept
-        return work
 
     def _clear_kv(self, slot: Slot) -> None:
+        """Drop everything the KV cache holds for ``slot``."""
         llama_cpp.llama_memory_seq_rm(self._mem, slot.id, -1, -1)
         slot.tokens.clear()
 
-    def _record(self, work, i: int, m: int, t0: float, t1: float) -> None:
+    def _record(self, work: list[Work], i: int, m: int, t0: float, t1: float) -> None:
+        """Add the llama_decode of batch[i:i+m] to the trace and the metrics."""
         end = i + m
         n_prefill = n_prefill_seqs = n_decode = attended = 0
         actions = []
@@ -453,9 +470,10 @@ class Engine:
         self.trace.add(t0, t1, m, n_prefill, n_prefill_seqs, n_decode, attended, kv_used,
                        n_busy, tuple(actions))
 
-    # ------------------------------------------------------------------ 4. sample and stream
+    # ------------------------------------------------------------------ 5. sample
 
-    def _sample_view(self, work, i: int, m: int) -> None:
+    def _sample(self, work: list[Work], i: int, m: int) -> None:
+        """Sample a token for every slot whose logits are in batch[i:i+m], and stream it."""
         ctx, end = self.ctx.ptr, i + m
         for w in work:
             s = w.slot
@@ -465,27 +483,21 @@ class Engine:
                 self._on_token(s, tok, self._now())
 
     def _on_token(self, s: Slot, tok: int, now: float) -> None:
+        """Take slot ``s``'s new token: stream its text, and finish the request if it is done."""
         s.n_decoded += 1
         s.sampled = tok
         s.t_last = now
         if s.n_decoded == 1:  # the prompt is done; this slot now generates
-            s.t_first = now
-            s.state = GENERATING
+            s.prompt_done(now)
             self._prefill_order.remove(s)
             self._metrics.on_prompt_done(s.n_prompt_done, now - s.t_start)
         if tok in self._eog:
             self._finish(s, "stop", now)
             return
-        text = s.text.push(self._pieces[tok])
-        hit = False
-        if s.stop is not None:
-            text, hit = s.stop.push(text)
-        if text:
-            s.parts.append(text)
+        text, hit = s.push_text(self._pieces[tok])
         self._emit(s.handle, TokenEvent(text, tok))
         params = s.request.params
         if hit:
-            s.text = None  # nothing after a stop string is ever sent
             self._finish(s, "stop", now)
         elif params.max_tokens is not None and s.n_decoded >= params.max_tokens:
             self._finish(s, "length", now)
@@ -493,51 +505,30 @@ class Engine:
             self._finish(s, "length", now)
 
     def _finish(self, s: Slot, reason: str, now: float, error: str | None = None) -> None:
-        """Send the FinalEvent and free the slot (keeping its cache if asked to)."""
-        tail = s.text.flush() if s.text is not None else ""
-        if s.stop is not None:
-            tail, hit = s.stop.push(tail)
-            if not hit:
-                tail += s.stop.flush()
+        """Send the held-back text and the FinalEvent; free the slot (its cache kept if asked)."""
+        tail = s.flush_text()
         if tail:
-            s.parts.append(tail)
             self._emit(s.handle, TokenEvent(tail, -1))
         req = s.request
-        prompt_ms = ((s.t_first or now) - (s.t_start or now)) * 1e3
-        predicted_ms = max(1e-3, (s.t_last - s.t_first) * 1e3) if s.n_decoded else 0.0
-        timings = {
-            "cache_n": s.n_cached,
-            "prompt_n": s.n_prompt_done,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / s.n_prompt_done if s.n_prompt_done else 0.0,
-            "prompt_per_second": 1e3 * s.n_prompt_done / prompt_ms if prompt_ms > 0 else 0.0,
-            "predicted_n": s.n_decoded,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / s.n_decoded if s.n_decoded else 0.0,
-            "predicted_per_second": 1e3 * s.n_decoded / predicted_ms if predicted_ms > 0 else 0.0,
-        }
-        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": s.n_decoded,
-                 "total_tokens": len(req.prompt) + s.n_decoded}
+        timings = s.timings(now)
         if reason in ("stop", "length"):
-            self._metrics.on_finished(s.n_decoded, predicted_ms / 1e3)
+            self._metrics.on_finished(s.n_decoded, timings.predicted_ms / 1e3)
         if not req.params.cache_prompt:
             self._clear_kv(s)
         if s in self._prefill_order:
             self._prefill_order.remove(s)
-        handle, text = s.handle, "".join(s.parts)
-        s.release(now)
-        self._emit(handle, FinalEvent(reason, usage, timings, error, text))
-
-    def _final_for_unstarted(self, req: Request, reason: str, error: str | None = None):
-        usage = {"prompt_tokens": len(req.prompt), "completion_tokens": 0,
-                 "total_tokens": len(req.prompt)}
-        timings = {"cache_n": 0, "prompt_n": 0, "prompt_ms": 0.0, "prompt_per_token_ms": 0.0,
-                   "prompt_per_second": 0.0, "predicted_n": 0, "predicted_ms": 0.0,
-                   "predicted_per_token_ms": 0.0, "predicted_per_second": 0.0}
-        return FinalEvent(reason, usage, timings, error, "")
+        handle = s.handle
+        final = FinalEvent(reason, usage(len(req.prompt), s.n_decoded), timings.as_dict(),
+                           error, s.completion())
+        s.free(now)
+        self._emit(handle, final)
 
     @staticmethod
-    def _emit(handle, ev) -> None:
+    def _final_for_unstarted(req: Request, reason: str, error: str | None = None) -> FinalEvent:
+        return FinalEvent(reason, usage(len(req.prompt), 0), Timings().as_dict(), error, "")
+
+    @staticmethod
+    def _emit(handle: RequestHandle, ev: Event) -> None:
         try:
             handle._emit(ev)
         except Exception:  # a client's callback must not stop the engine

@@ -185,28 +185,6 @@ def new_context(model: LlamaModel, **kwargs) -> LlamaContext:
     return LlamaContext(model, **kwargs)
 
 
-class LoggerSink:
-    """A log sink that forwards llama.cpp's lines to a Python logger.
-
-    llama.cpp sometimes emits one line in several pieces, so pieces are joined
-    until a newline arrives. Use it as
-    ``sink = LoggerSink(logging.getLogger("labkit.engine")); add_log_sink(sink)``
-    and ``remove_log_sink(sink)`` when done.
-    """
-
-    def __init__(self, logger, level: int = 10):  # logging.DEBUG
-        self.logger = logger
-        self.level = level
-        self._partial = ""
-
-    def __call__(self, text: str) -> None:
-        text = self._partial + text
-        *lines, self._partial = text.split("\n")
-        for line in lines:
-            if line.strip():
-                self.logger.log(self.level, "%s", line)
-
-
 # ----------------------------------------------------------------------------
 # Text <-> tokens
 # ----------------------------------------------------------------------------

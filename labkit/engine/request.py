@@ -12,7 +12,12 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sampling import SamplingParams
 
 
 class ContextExceeded(ValueError):
@@ -43,11 +48,51 @@ class TokenEvent:
     token: int
 
 
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """How long a request took, in llama-server's ``timings`` terms.
+
+    ``prompt_ms`` runs from the first step that worked on the request to its
+    first sampled token; ``predicted_ms`` from the first sampled token to the
+    last. :meth:`as_dict` is the ``timings`` object of a :class:`FinalEvent`.
+    """
+
+    cache_n: int = 0          # prompt tokens reused from the cache
+    prompt_n: int = 0         # prompt tokens computed
+    prompt_ms: float = 0.0
+    predicted_n: int = 0      # tokens generated
+    predicted_ms: float = 0.0
+
+    def as_dict(self) -> dict:
+        """The fields plus the per-token times and the speeds (0.0 where undefined)."""
+        prompt_n, prompt_ms = self.prompt_n, self.prompt_ms
+        predicted_n, predicted_ms = self.predicted_n, self.predicted_ms
+        return {
+            "cache_n": self.cache_n,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": 1e3 * prompt_n / prompt_ms if prompt_ms > 0 else 0.0,
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / predicted_n if predicted_n else 0.0,
+            "predicted_per_second": 1e3 * predicted_n / predicted_ms if predicted_ms > 0 else 0.0,
+        }
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    """The OpenAI ``usage`` object of a :class:`FinalEvent`."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
 @dataclass(slots=True)
 class FinalEvent:
     """The end of a request. ``finish_reason`` is 'stop' (end-of-generation token or
     stop string), 'length' (max_tokens reached or the slot is full), 'error' (see
-    ``error``) or 'cancelled'. ``text`` is the whole completion."""
+    ``error``) or 'cancelled'. ``usage`` is :func:`usage`'s dict and ``timings``
+    :meth:`Timings.as_dict`'s (plain dicts, ready for JSON). ``text`` is the
+    whole completion."""
 
     finish_reason: str
     usage: dict
@@ -55,6 +100,8 @@ class FinalEvent:
     error: str | None = None
     text: str = ""
 
+
+Event = TokenEvent | FinalEvent
 
 _ids = itertools.count()
 
@@ -64,18 +111,23 @@ class Request:
     """What the engine keeps about one submitted request."""
 
     prompt: list[int]
-    params: object  # SamplingParams
-    on_event: object = None
+    params: SamplingParams
+    on_event: Callable[[Event], None] | None = None
     id: int = field(default_factory=lambda: next(_ids))
     cancelled: bool = False
     t_submit: float = 0.0
 
 
 class RequestHandle:
-    """The caller's side of a request: iterate it, wait on it, or cancel it."""
+    """The caller's side of a request: iterate it, wait on it, or cancel it.
 
-    def __init__(self, request: Request):
+    ``wake`` is called after :meth:`cancel`, so that an engine waiting for work
+    notices the cancellation at once.
+    """
+
+    def __init__(self, request: Request, wake: Callable[[], None]):
         self._request = request
+        self._wake = wake
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._done = threading.Event()
         self._final: FinalEvent | None = None
@@ -87,12 +139,10 @@ class RequestHandle:
     def cancel(self) -> None:
         """Stop this request (e.g. the client went away); its slot frees at the next step."""
         self._request.cancelled = True
-        wake = getattr(self, "_wake", None)
-        if wake is not None:
-            wake()
+        self._wake()
 
     # called on the engine thread
-    def _emit(self, ev) -> None:
+    def _emit(self, ev: Event) -> None:
         cb = self._request.on_event
         if cb is not None:
             cb(ev)
@@ -112,7 +162,7 @@ class RequestHandle:
             raise TimeoutError(f"request {self.id} still running after {timeout} s")
         return self._final
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Event]:
         if self._request.on_event is not None:
             raise TypeError("this request delivers its events to on_event; use result()")
         while True:

@@ -1,6 +1,7 @@
 """Scheduling decisions, as pure functions (no llama.cpp here).
 
-Each engine step asks three questions, answered here:
+Each engine step asks three questions, answered here (the admit step asks
+the first two, the plan step the third):
 
 1. *Which free slot gets the next waiting request?* (:func:`choose_slot`)
    With prompt caching, the free slot whose cached tokens share the longest
@@ -18,9 +19,11 @@ Each engine step asks three questions, answered here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from .slot import GENERATING, PREFILL
+from .slot import GENERATING, PREFILL, Slot
 
 SLOT_PROMPT_SIMILARITY = 0.1
 
@@ -34,8 +37,8 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
-def choose_slot(slots, prompt: list[int], cache_prompt: bool = True,
-                similarity: float = SLOT_PROMPT_SIMILARITY):
+def choose_slot(slots: Sequence[Slot], prompt: list[int], cache_prompt: bool = True,
+                similarity: float = SLOT_PROMPT_SIMILARITY) -> Slot | None:
     """The free slot for ``prompt`` (see the module docstring), or None if all are busy."""
     free = [s for s in slots if not s.busy]
     if not free:
@@ -69,7 +72,8 @@ def reservation(n_prompt: int, max_tokens: int | None, n_ctx_slot: int) -> int:
     return min(n_prompt + max_tokens, n_ctx_slot)
 
 
-def reserve_room(slots, chosen, need: int, n_cells: int):
+def reserve_room(slots: Sequence[Slot], chosen: Slot, need: int,
+                 n_cells: int) -> tuple[bool, list[Slot]]:
     """Can ``chosen`` take a request that needs ``need`` cells of a shared pool of ``n_cells``?
 
     Busy slots hold their reservations; idle slots hold their cached tokens,
@@ -94,14 +98,15 @@ def reserve_room(slots, chosen, need: int, n_cells: int):
 class Work:
     """One slot's share of a batch: 'decode' one token, or 'prefill' n prompt tokens."""
 
-    slot: object
-    action: str
+    slot: Slot
+    action: Literal["decode", "prefill"]
     n: int
     start: int = 0   # index of its first token in the batch (set when the batch is filled)
     pos0: int = 0    # KV position of its first token
 
 
-def plan_step(slots, prefill_order, n_batch: int, cont_batching: bool = True) -> list[Work]:
+def plan_step(slots: Sequence[Slot], prefill_order: Sequence[Slot], n_batch: int,
+              cont_batching: bool = True) -> list[Work]:
     """The batch for one step.
 
     ``slots`` in slot order (their decode tokens go first); ``prefill_order``:

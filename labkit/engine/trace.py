@@ -36,8 +36,9 @@ class Trace:
         self._lock = threading.Lock()
         self.n_steps = 0
 
-    def add(self, t_start, t_end, n_tokens, n_prefill_tokens, n_prefill_seqs, n_decode,
-            attended, kv_used, n_busy, actions) -> None:
+    def add(self, t_start: float, t_end: float, n_tokens: int, n_prefill_tokens: int,
+            n_prefill_seqs: int, n_decode: int, attended: int, kv_used: int, n_busy: int,
+            actions: tuple[tuple[int, str, int, int], ...]) -> None:
         with self._lock:
             self._records.append((self.n_steps, t_start, t_end, n_tokens, n_prefill_tokens,
                                   n_prefill_seqs, n_decode, attended, kv_used, n_busy, actions))
