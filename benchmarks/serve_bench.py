@@ -36,134 +36,27 @@ import os
 import platform
 import re
 import shlex
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 
+from labkit import bench
+from labkit.bench import harness
+from labkit.bench.client import Sampling
+from labkit.bench.harness import QuietMachine
+from labkit.bench.runner import measure_target
+from labkit.bench.worksheet import run_summary
+from labkit.launch import ServerConfig, launch
+from labkit.models import resolve_model
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from labkit import bench  # noqa: E402
-from labkit.bench.client import RequestSpec, Sampling, stream_one  # noqa: E402
-from labkit.bench.runner import _target_of, measure_target  # noqa: E402
-from labkit.bench.worksheet import run_summary  # noqa: E402
-from labkit.launch import ServerConfig, launch  # noqa: E402
-from labkit.models import resolve_model  # noqa: E402
-
 SERVERS = ("labkit", "llama-server", "llama_cpp.server")
 TARGET_TOK_S, TARGET_TTFT, TARGET_GAIN = 1.0, 1.1, 1.0
 
 
 # ------------------------------------------------------------------------ helpers
-
-def load1() -> float:
-    return os.getloadavg()[0]
-
-
-# The machine is shared: the load average says whether it was quiet when a run started, and
-# a monitor thread says whether it stayed quiet. It counts the CPU time the whole machine
-# spent (/proc/stat) minus what this process and its children (the server) spent: the rest
-# is other people's work. A run during which others used more than --max-foreign cores on
-# average is thrown away and repeated.
-
-_HZ = os.sysconf("SC_CLK_TCK")
-
-
-def _busy_ticks() -> int:
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - (v[4] if len(v) > 4 else 0)      # all but idle and iowait
-
-
-def _own_ticks() -> dict[int, int]:
-    """utime + stime of this process and every descendant, by pid."""
-    stats = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    rest = f.read().rsplit(")", 1)[1].split()
-                stats[int(d)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
-            except (OSError, IndexError, ValueError):
-                pass
-    mine, frontier = {os.getpid()}, [os.getpid()]
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    while frontier:
-        for c in children.get(frontier.pop(), []):
-            if c not in mine:
-                mine.add(c)
-                frontier.append(c)
-    return {pid: stats[pid][1] for pid in mine if pid in stats}
-
-
-class ForeignCPU:
-    """Cores used by processes other than this one and its descendants, averaged over the
-    time between :meth:`start` and :meth:`stop` (sampled every ``interval_s``)."""
-
-    def __init__(self, interval_s: float = 0.5):
-        import threading
-        self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.foreign_ticks = 0
-        self.seconds = 0.0
-
-    def _run(self):
-        busy, own, t = _busy_ticks(), _own_ticks(), time.monotonic()
-        while not self._stop.wait(self.interval_s):
-            busy2, own2, t2 = _busy_ticks(), _own_ticks(), time.monotonic()
-            mine = sum(v - own.get(pid, 0) for pid, v in own2.items())
-            self.foreign_ticks += max(0, (busy2 - busy) - mine)
-            self.seconds += t2 - t
-            busy, own, t = busy2, own2, t2
-
-    def start(self) -> "ForeignCPU":
-        self._thread.start()
-        return self
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return self.cores
-
-    @property
-    def cores(self) -> float:
-        return self.foreign_ticks / _HZ / self.seconds if self.seconds else float("nan")
-
-
-def foreign_now(window_s: float = 3.0) -> float:
-    m = ForeignCPU().start()
-    time.sleep(window_s)
-    return m.stop()
-
-
-def wait_for_quiet(max_load: float, max_foreign: float = 0.25, poll_s: float = 10.0,
-                   max_wait_s: float = 3600.0) -> float:
-    """Sleep until the 1-minute load average is below ``max_load`` and other processes use
-    less than ``max_foreign`` cores; return the load average."""
-    t0 = time.monotonic()
-    while True:
-        la = load1()
-        if not max_load:
-            return la
-        if la < max_load:
-            fc = foreign_now()
-            if fc < max_foreign:
-                return load1()
-            print(f"  load {la:.2f}, but others use {fc:.2f} cores: waiting", file=sys.stderr)
-        else:
-            print(f"  waiting for load < {max_load} (now {la:.2f})", file=sys.stderr)
-        if time.monotonic() - t0 > max_wait_s:
-            print(f"  (gave up waiting: load {la:.2f})", file=sys.stderr)
-            return la
-        time.sleep(poll_s)
-
 
 def reference_bin() -> Path:
     import llama_cpp
@@ -221,40 +114,29 @@ def server_config(kind: str, slots: int, a, bin_dir: Path) -> ServerConfig:
                         binary=str(bin_dir / "llama-server") if kind == "llama-server" else None)
 
 
-def warmup(base_url: str, wl, sampling: Sampling) -> None:
-    import httpx
-    spec = RequestSpec(-1, "warmup", wl.prompt.warmup_messages())
-    with httpx.Client(timeout=600) as c:
-        for _ in range(2):
-            stream_one(c, base_url + "/v1/chat/completions", sampling.body(spec.messages), spec,
-                       time.perf_counter(), require_usage=sampling.require_usage)
-
-
-def one_run(kind, slots, a, bin_dir, wl, round_) -> tuple[pd.DataFrame, dict]:
-    """One measured run on a fresh server; repeated while other processes disturb it."""
+def one_run(kind, slots, a, bin_dir, wl, round_, quiet: QuietMachine
+            ) -> tuple[pd.DataFrame, dict]:
+    """One measured run on a fresh server, kept only if the machine stayed quiet."""
     cfg = server_config(kind, slots, a, bin_dir)
     sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
                         response_format=wl.prompt.response_format,
                         require_usage=kind != "llama_cpp.server")
-    discarded = 0
-    while True:
-        la = wait_for_quiet(a.max_load, a.max_foreign)
+
+    def measure(monitor):
         with launch(cfg) as srv:
-            target = _target_of(srv)
-            warmup(srv.base_url, wl, sampling)
-            mon = ForeignCPU().start()
-            rows, _, info = measure_target(target, wl, slots, sampling=sampling, warmup=False,
-                                           round_=round_, sample_memory=False)
-            foreign = mon.stop()
-        if not a.max_load or foreign <= a.max_foreign or discarded >= a.max_retries:
-            break
-        discarded += 1
-        print(f"  discarded {kind} at {slots} slots: other processes used {foreign:.2f} "
-              f"cores during the run", file=sys.stderr)
-    rows["bench_server"], rows["bench_slots"], rows["load1"] = kind, slots, la
-    rows["foreign_cores"], rows["discarded"] = foreign, discarded
-    return rows, {**info, "command": " ".join(shlex.quote(c) for c in srv.command),
-                  "foreign_cores": foreign, "discarded": discarded}
+            harness.warm_up(srv.base_url, wl, sampling)
+            with monitor:
+                rows, _, info = measure_target(harness.target_of(srv), wl, slots,
+                                               sampling=sampling, warmup=False, round_=round_,
+                                               sample_memory=False)
+        return rows, info, shlex.join(srv.command)
+
+    run = quiet.run(measure, f"{kind} at {slots} slots")
+    rows, info, command = run.result
+    rows["bench_server"], rows["bench_slots"], rows["load1"] = kind, slots, run.load1
+    rows["foreign_cores"], rows["discarded"] = run.foreign_cores, run.discarded
+    return rows, {**info, "command": command, "foreign_cores": run.foreign_cores,
+                  "discarded": run.discarded}
 
 
 # ------------------------------------------------------------------ batched-bench
@@ -399,13 +281,7 @@ def main(argv=None) -> int:
                         "(default: benchmarks/build_llama_server.sh's)")
     p.add_argument("--batched-bench-reps", type=int, default=3,
                    help="llama-batched-bench runs (median S_TG); 0 skips it")
-    p.add_argument("--max-load", type=float, default=1.5,
-                   help="wait before each run until the 1-minute load average is below this "
-                        "(0: do not wait)")
-    p.add_argument("--max-foreign", type=float, default=0.25,
-                   help="most CPU cores other processes may use, on average, during a run "
-                        "before it is thrown away and repeated")
-    p.add_argument("--max-retries", type=int, default=5)
+    QuietMachine.add_arguments(p)
     p.add_argument("--out", default=None, help="folder for rows.csv, runs.csv, summary.csv")
     p.add_argument("--report-from", default=None, metavar="DIR",
                    help="measure nothing: print the report again from a run saved with --out")
@@ -416,6 +292,7 @@ def main(argv=None) -> int:
     bin_dir = Path(a.bin_dir) if a.bin_dir else reference_bin()
     if "llama-server" in a.servers and not (bin_dir / "llama-server").exists():
         sys.exit(f"no llama-server in {bin_dir}: run bash benchmarks/build_llama_server.sh")
+    quiet = QuietMachine.from_args(a)
     wl = bench.load_workload(a.workload)
     if a.docs:
         wl = wl.head(a.docs)
@@ -431,7 +308,7 @@ def main(argv=None) -> int:
         for j, n in enumerate(a.slots):
             k = (r + j) % len(a.servers)
             for kind in a.servers[k:] + a.servers[:k]:
-                rows, info = one_run(kind, n, a, bin_dir, wl, r)
+                rows, info = one_run(kind, n, a, bin_dir, wl, r, quiet)
                 rr = run_summary(rows).iloc[0]
                 print(f"round {r + 1}/{a.rounds} slots {n} {kind:17s} "
                       f"{rr.output_tok_s:7.1f} tok/s  TTFT p50 {rr.ttft_p50_s * 1e3:6.0f} ms  "
@@ -450,17 +327,12 @@ def main(argv=None) -> int:
         lk = rows[rows["bench_server"] == "labkit"]
         npp = int(round(pd.to_numeric(lk["prompt_tokens"]).median()))
         ntg = int(round(pd.to_numeric(lk["completion_tokens"]).median()))
+        def measure(monitor):
+            with monitor:
+                return batched_bench(bin_dir, model, a, npp, ntg, tuple(sorted(set(a.slots))))
+
         for _ in range(a.batched_bench_reps):
-            for _try in range(a.max_retries + 1):
-                wait_for_quiet(a.max_load, a.max_foreign)
-                mon = ForeignCPU().start()
-                df, bb_cmd = batched_bench(bin_dir, model, a, npp, ntg,
-                                           tuple(sorted(set(a.slots))))
-                foreign = mon.stop()
-                if not a.max_load or foreign <= a.max_foreign:
-                    break
-                print(f"  discarded a batched-bench run: others used {foreign:.2f} cores",
-                      file=sys.stderr)
+            df, bb_cmd = quiet.run(measure, "a llama-batched-bench run").result
             bb_all.append(df)
         allbb = pd.concat(bb_all)
         bb = allbb.groupby("B", as_index=False).median(numeric_only=True)

@@ -40,24 +40,19 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 
+from labkit import bench, sim
+from labkit.bench import harness
+from labkit.bench.client import Sampling
+from labkit.bench.harness import QuietMachine
+from labkit.bench.runner import measure_target
+from labkit.bench.worksheet import run_summary
+from labkit.launch import ServerConfig, launch
+from labkit.sim.calibrate import client_overhead, host_share, replay, step_periods, turnaround
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from labkit import bench, sim  # noqa: E402
-from labkit.bench.client import RequestSpec, Sampling, stream_one  # noqa: E402
-from labkit.bench.runner import _target_of, measure_target  # noqa: E402
-from labkit.bench.worksheet import run_summary  # noqa: E402
-from labkit.launch import ServerConfig, launch  # noqa: E402
-from labkit.sim.calibrate import (client_overhead, host_share, replay, step_periods,  # noqa: E402
-                                  turnaround)
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_bench import ForeignCPU, wait_for_quiet  # noqa: E402
-
 TOLERANCE = 0.10
 
 
@@ -66,44 +61,31 @@ def parse_config(text: str) -> tuple[str, int]:
     return wl, int(n)
 
 
-def get_trace(base_url: str, since: int = 0, kind: str = "steps") -> pd.DataFrame:
-    r = httpx.get(f"{base_url}/trace", params={"since": since, "kind": kind}, timeout=60)
-    r.raise_for_status()
-    return pd.DataFrame(r.json())
-
-
-def live_run(wl, slots: int, a, round_: int) -> dict:
+def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine) -> dict:
+    """One run on a fresh labkit server: the client's rows and the steps the engine took
+    for them (the warm-up's left out), kept only if the machine stayed quiet."""
     cfg = ServerConfig(kind="labkit", n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
                        n_batch=a.batch, n_ubatch=a.ubatch, n_threads=a.threads)
     sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
                         response_format=wl.prompt.response_format)
-    discarded = 0
-    while True:
-        la = wait_for_quiet(a.max_load, a.max_foreign)
+
+    def measure(monitor):
         with launch(cfg) as srv:
-            url = srv.base_url
-            spec = RequestSpec(-1, "warmup", wl.prompt.warmup_messages())
-            with httpx.Client(timeout=600) as c:
-                for _ in range(2):
-                    stream_one(c, url + "/v1/chat/completions", sampling.body(spec.messages),
-                               spec, time.perf_counter())
-            before = get_trace(url)
-            since = int(before["step"].max()) + 1 if len(before) else 0
-            mon = ForeignCPU().start()
-            rows, _, info = measure_target(_target_of(srv), wl, slots, sampling=sampling,
-                                           warmup=False, round_=round_, sample_memory=False)
-            foreign = mon.stop()
-            steps = get_trace(url, since)
-            command = " ".join(shlex.quote(x) for x in srv.command)
-        if not a.max_load or foreign <= a.max_foreign or discarded >= a.max_retries:
-            break
-        discarded += 1
-        print(f"  discarded {wl.name}:{slots}: other processes used {foreign:.2f} cores "
-              f"during the run", file=sys.stderr)
+            harness.warm_up(srv.base_url, wl, sampling)
+            since = harness.trace_mark(srv.base_url)
+            with monitor:
+                rows, _, _ = measure_target(harness.target_of(srv), wl, slots,
+                                            sampling=sampling, warmup=False, round_=round_,
+                                            sample_memory=False)
+            steps = harness.fetch_trace(srv.base_url, since)
+        return rows, steps, shlex.join(srv.command)
+
+    run = quiet.run(measure, f"{wl.name}:{slots}")
+    rows, steps, command = run.result
     s = run_summary(rows).iloc[0]
     return {"workload": wl.name, "slots": slots, "round": round_, "rows": rows,
-            "steps": steps, "load1": la, "command": command, "foreign": foreign,
-            "discarded": discarded,
+            "steps": steps, "load1": run.load1, "command": command,
+            "foreign": run.foreign_cores, "discarded": run.discarded,
             "tok_s": float(s.output_tok_s), "ttft_p50": float(s.ttft_p50_s),
             "errors": int(s.errors), "wall_s": float(s.wall_s)}
 
@@ -132,13 +114,7 @@ def main(argv=None) -> int:
     p.add_argument("--long-docs", type=int, default=4,
                    help="first N documents of the long set (default 4, about 40 s a run on 2 "
                         "cores; 12 for the whole set, about 2 min a run)")
-    p.add_argument("--max-load", type=float, default=1.5,
-                   help="wait before each run until the 1-minute load average is below this "
-                        "(0: do not wait)")
-    p.add_argument("--max-foreign", type=float, default=0.25,
-                   help="most CPU cores other processes may use during a run before it is "
-                        "thrown away and repeated")
-    p.add_argument("--max-retries", type=int, default=5)
+    QuietMachine.add_arguments(p)
     p.add_argument("--out", default=None)
     p.add_argument("--report-from", default=None, metavar="DIR",
                    help="measure nothing: fit and predict again from a run saved with --out")
@@ -161,13 +137,14 @@ def main(argv=None) -> int:
     cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
 
+    quiet = QuietMachine.from_args(a)
     runs = []
     for r in range(a.rounds):
         order = fit_cfgs + held
         order = order if r % 2 == 0 else order[::-1]
         for name, n in order:
             t0 = time.perf_counter()
-            run = live_run(workloads[name], n, a, r)
+            run = live_run(workloads[name], n, a, r, quiet)
             runs.append(run)
             print(f"round {r + 1}/{a.rounds} {name}:{n}  {run['tok_s']:6.1f} tok/s  "
                   f"TTFT p50 {run['ttft_p50'] * 1e3:6.0f} ms  {len(run['steps'])} steps  "

@@ -248,3 +248,10 @@ def test_default_grid_and_cli_options():
                                    "--server", "xllamacpp"])
     assert a.rounds == 1 and a.workload == ["short", "long"] and a.json_schema
     assert a.server == "xllamacpp" and a.threads is None
+
+
+def test_labkit_quick_off_means_full_size(monkeypatch):
+    """`labkit bench` takes quick mode from labkit.runenv: "off" is the full-size run."""
+    from labkit import runenv
+    monkeypatch.setenv("LABKIT_QUICK", "off")
+    assert runenv.quick() is False and runenv.pick("quick", "full") == "full"

@@ -9,6 +9,8 @@ import pytest
 
 from labkit.launch import ServerConfig, launch
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("xllamacpp")
 
 # Longer than the largest per-slot cap below (8192, SmolLM2's training context).

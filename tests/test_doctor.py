@@ -3,6 +3,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from labkit import doctor, gpu
 
 
@@ -11,6 +13,7 @@ def run_doctor(*args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_doctor_json_reads_the_embedded_model_and_generates():
     proc = run_doctor("--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -24,12 +27,14 @@ def test_doctor_json_reads_the_embedded_model_and_generates():
     assert r["ok"] is True and r["problems"] == []
 
 
+@pytest.mark.slow
 def test_doctor_text_says_ready():
     proc = run_doctor("--no-generate")
     assert proc.returncode == 0
     assert "READY" in proc.stdout and "sha256" in proc.stdout
 
 
+@pytest.mark.slow
 def test_doctor_fails_with_reason_for_missing_model(tmp_path):
     missing = tmp_path / "missing.gguf"
     proc = run_doctor("--model", str(missing))
@@ -37,6 +42,7 @@ def test_doctor_fails_with_reason_for_missing_model(tmp_path):
     assert "NOT READY" in proc.stdout and str(missing) in proc.stdout
 
 
+@pytest.mark.slow
 def test_doctor_fails_for_a_file_that_is_not_a_model(tmp_path):
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"PK\x03\x04 definitely a zip")

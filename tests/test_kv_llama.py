@@ -5,6 +5,8 @@ import pytest
 from labkit import kv
 from labkit.engine.native import load_model, new_context, quiet_llama
 
+pytestmark = pytest.mark.slow          # loads the embedded model
+
 CASES = [(16384, 1, False), (16384, 2, False), (16384, 4, False), (16384, 4, True),
          (1000, 3, False), (1000, 1, False), (1000, 3, True), (300, 2, False),
          (5000, 3, False), (4096, 4, True)]

@@ -29,10 +29,19 @@ def test_saturation_signals_flag_the_knee():
 def test_load_panel_updates_without_a_browser():
     p = widgets.load_panel(rate=0.5, slots=4)
     quiet = p.result["summary"]
+    assert p.figure.axes[0].get_title().startswith("0.5 req/s, 4 slots, fifo: ")
     p.update(rate=4.0)
     busy = p.result["summary"]
     assert busy["ttft_p50"] > quiet["ttft_p50"] and busy["peak_queue"] > quiet["peak_queue"]
-    assert p.figure is not None
+    # The figure is redrawn from the new run: its title quotes the run's numbers, the queue
+    # panel peaks at the run's peak queue, the KV panel has one point per engine step.
+    queue_ax, kv_ax = p.figure.axes
+    title = queue_ax.get_title()
+    assert title.startswith("4 req/s, 4 slots, fifo: ")
+    assert f"TTFT p50 {busy['ttft_p50']:.2f} s" in title
+    assert title.endswith(f"peak queue {busy['peak_queue']}")
+    assert max(queue_ax.lines[0].get_ydata()) == busy["peak_queue"]
+    assert len(kv_ax.lines[0].get_xdata()) == len(p.result["run"].steps)
     with pytest.raises(ValueError):
         p.update(policy="random")
 
@@ -108,7 +117,21 @@ def test_day_of_traffic_follows_the_profile():
     res = sim.simulate(day, slots=2, cost=sim.StepCost(0.01, 0.0, 0.001, 0.0))
     h = notebook.hourly(res)
     assert h["requests"].to_dict() == hours.sort_index().to_dict()
-    assert (h["max_queue"] >= 0).all()
+
+
+def test_hourly_reports_the_deepest_queue_of_each_hour():
+    from labkit import sim
+
+    def burst(hour, n):               # n requests at ten seconds past the hour
+        return [sim.Request(f"{hour}-{i}", hour * 3600 + 10.0, 20, 5) for i in range(n)]
+    res = sim.simulate(burst(0, 5) + burst(1, 1) + burst(3, 3), slots=1,
+                       cost=sim.StepCost(0.01, 0.0, 0.001, 0.0))
+    h = notebook.hourly(res)
+    # One slot: a burst of n leaves n - 1 waiting; a request alone waits for nothing; an
+    # hour without requests has no row.
+    assert h.index.tolist() == [0, 1, 3]
+    assert h["requests"].tolist() == [5, 1, 3]
+    assert h["max_queue"].tolist() == [4, 0, 2]
 
 
 def test_replay_and_prediction_error():

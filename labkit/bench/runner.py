@@ -35,22 +35,11 @@ import pandas as pd
 
 from .client import RequestSpec, Sampling, poisson_arrivals, send_all, stream_one
 from .grading import grade
+from .harness import Target, target_of
 from .memory import MemorySampler, peak
 from .workload import Workload, load_workload
 
 TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
-
-
-@dataclass
-class Target:
-    """What a run talks to: a URL, plus what is known about the server behind it."""
-    base_url: str
-    pid: int | None = None
-    config: object | None = None      # the ServerConfig, when labkit started it
-    facts: dict = field(default_factory=dict)
-    command: list[str] | None = None
-    log_path: str | None = None
-    model_path: str | None = None
 
 
 def _get_json(base_url: str, path: str) -> dict | list | None:
@@ -210,21 +199,8 @@ def run_config(server, workload="short", in_flight: int | None = None, **kw) -> 
     wl = _resolve_workload(workload)
     if isinstance(server, ServerConfig):
         with launch(server) as srv:
-            return measure_target(_target_of(srv), wl, in_flight, **kw)[0]
-    return measure_target(_as_target(server), wl, in_flight, **kw)[0]
-
-
-def _target_of(srv) -> Target:
-    return Target(srv.base_url, srv.pid, srv.config, dict(srv.facts), list(srv.command),
-                  str(srv.log_path), srv.model_path)
-
-
-def _as_target(server) -> Target:
-    if isinstance(server, Target):
-        return server
-    if isinstance(server, str):
-        return Target(server)
-    return _target_of(server)   # a RunningServer
+            return measure_target(target_of(srv), wl, in_flight, **kw)[0]
+    return measure_target(target_of(server), wl, in_flight, **kw)[0]
 
 
 # ---------------------------------------------------------------------------- many runs
@@ -316,7 +292,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
                 else:
                     ctx = _nullcontext(cfg)
                 with ctx as srv:
-                    target = _target_of(srv) if isinstance(cfg, ServerConfig) else _as_target(srv)
+                    target = target_of(srv)
                     for wl in wls:
                         for f in flights:
                             if bar is not None:
