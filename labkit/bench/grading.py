@@ -22,6 +22,17 @@ import json
 from typing import NamedTuple
 
 
+# What a timing-only run shows instead of a grade: a workload without an answer key
+# (decode_heavy, labkit.bench.stories), or a more precise "not graded (...)" such as a
+# synthetic model's (labkit.bench.timing).
+NOT_GRADED = "not graded (timing only)"
+
+
+def not_graded(value) -> bool:
+    """Is ``value`` a timing-only run's mark (:data:`NOT_GRADED` or another "not graded (...)")?"""
+    return isinstance(value, str) and value.startswith("not graded")
+
+
 class Grade(NamedTuple):
     ok: bool
     reason: str

@@ -118,13 +118,23 @@ def finish_rows(raw: list[dict]) -> pd.DataFrame:
     return df
 
 
-def grade_rows(df: pd.DataFrame, answers: dict[int, dict | None]) -> pd.DataFrame:
+def grade_rows(df: pd.DataFrame, answers: dict[int, dict | None],
+               no_key: str = "no answer key") -> pd.DataFrame:
     grades = [grade(r["answer"], answers.get(r["index"]) or {}, r["error"])
               if answers.get(r["index"]) is not None else None
               for _, r in df.iterrows()]
     df["correct"] = [g.ok if g else None for g in grades]
-    df["grade_reason"] = [g.reason if g else "no answer key" for g in grades]
+    df["grade_reason"] = [g.reason if g else no_key for g in grades]
     return df
+
+
+def default_sampling(workload: Workload, cache_prompt: bool = False) -> Sampling:
+    """The request fields a workload asks for: its prompt's max_tokens and response_format,
+    or a timing-only workload's fixed answer length with ignore_eos (:mod:`.timing`)."""
+    meta = workload.meta
+    return Sampling(max_tokens=meta.get("max_tokens", workload.prompt.max_tokens),
+                    cache_prompt=cache_prompt, response_format=workload.prompt.response_format,
+                    extra={"ignore_eos": True} if meta.get("ignore_eos") else {})
 
 
 def measure_target(target: Target, workload: Workload, in_flight: int | None = None, *,
@@ -133,8 +143,7 @@ def measure_target(target: Target, workload: Workload, in_flight: int | None = N
                    round_: int = 0, sample_memory: bool = True, gpu: bool | None = None,
                    progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """One run against a server that is already up: (rows, memory samples, run info)."""
-    sampling = sampling or Sampling(max_tokens=workload.prompt.max_tokens,
-                                    response_format=workload.prompt.response_format)
+    sampling = sampling or default_sampling(workload)
     ident = describe_target(target)
     in_flight = in_flight or ident["slots"] or 1
     load = f"poisson {rate:g}/s" + (f" x{burst}" if burst > 1 else "") if rate else "closed"
@@ -169,7 +178,10 @@ def measure_target(target: Target, workload: Workload, in_flight: int | None = N
     mem = sampler.frame() if sampler else pd.DataFrame(columns=["t_s", "kind", "device", "bytes"])
     mem["run_id"] = run_id
     peak_bytes, label = peak(mem, prefer_gpu=gpu)
-    df = grade_rows(finish_rows(raw), {s.index: s.answer for s in specs})
+    df = grade_rows(finish_rows(raw), {s.index: s.answer for s in specs},
+                    workload.meta.get("not_graded", "no answer key"))
+    if workload.meta.get("not_graded"):     # random text: the first token counts, seen or not
+        df["ttft_s"] = df["first_chunk_s"] - df["send_s"]
     run_cols = {"run_id": run_id, "round": round_, **{k: v for k, v in ident.items()
                                                       if k != "model_path"},
                 "in_flight": in_flight if not rate else None, "load": load,
@@ -298,9 +310,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
                             if bar is not None:
                                 name = getattr(cfg, "label", str(cfg))
                                 bar.set_description(f"round {r + 1}/{rounds} {name} {wl.name}")
-                            smp = sampling or Sampling(
-                                max_tokens=wl.prompt.max_tokens, cache_prompt=cache_prompt,
-                                response_format=wl.prompt.response_format)
+                            smp = sampling or default_sampling(wl, cache_prompt)
                             df, mem, info = measure_target(
                                 target, wl, f, rate=rate, burst=burst, sampling=smp,
                                 round_=r, sample_memory=sample_memory, progress=bar,

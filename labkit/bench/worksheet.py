@@ -22,6 +22,11 @@ The worksheet line of a config is the **median over its rounds** of each of thos
   while generating;
 - ``ttft_ok``: every request showed its first token within ``ttft_threshold_s``;
 - ``all_correct``: every answer graded correct.
+
+A timing-only run (a synthetic model's random weights, :mod:`labkit.bench.timing`, or the
+decode-heavy set, :mod:`labkit.bench.stories`) is not graded: ``correct`` and ``all_correct``
+read why (``not graded (synthetic weights)``, ``not graded (timing only)``) and the verdict
+rests on the other two gates, which it says.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from .grading import not_graded
 
 CONFIG_KEYS = ["server", "model_sha256", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot",
                "in_flight", "load", "workload", "cache_prompt"]
@@ -75,6 +82,9 @@ def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFr
                               + tokens >= float(first["n_ctx_slot"]))).sum()) \
             if pd.notna(first["n_ctx_slot"]) else 0
         peak = first.get("peak_memory_bytes")
+        reasons = g["grade_reason"] if "grade_reason" in g else pd.Series([None])
+        ungraded = reasons.iloc[0] if reasons.map(not_graded).all() else None
+        n_correct = int(g["correct"].fillna(False).astype(bool).sum())
         out.append({
             **{k: first[k] for k in CONFIG_KEYS}, "round": int(first["round"]), "run_id": run_id,
             "wall_s": wall,
@@ -83,14 +93,14 @@ def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFr
             "ttft_max_s": float(ttft.max()) if ttft.notna().any() else math.nan,
             "completion_p50_s": _pct(g["completion_s"], 50),
             "completion_max_s": float(pd.to_numeric(g["completion_s"]).max()),
-            "errors": errors, "correct": int(g["correct"].fillna(False).astype(bool).sum()),
+            "errors": errors, "correct": ungraded or n_correct,
             "n_requests": len(g),
             "sampled_peak_mib": float(peak) / 2**20 if peak is not None and pd.notna(peak)
             else math.nan,
             "memory": first.get("memory_label", "not measured"),
             "fits_context": refused == 0 and out_of_room == 0,
             "ttft_ok": bool(ttft.notna().all() and ttft.max() <= ttft_threshold_s),
-            "all_correct": int(g["correct"].fillna(False).astype(bool).sum()) == len(g),
+            "all_correct": ungraded or n_correct == len(g),
         })
     return pd.DataFrame(out)
 
@@ -113,14 +123,21 @@ def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFram
         line = {k: g.iloc[0][k] for k in CONFIG_KEYS}
         line["rounds"] = len(g)
         for m in METRICS:
+            if g[m].map(not_graded).all():
+                line[m] = g[m].iloc[0]
+                continue
             line[m] = float(g[m].median()) if g[m].notna().any() else math.nan
         line["memory"] = g.iloc[0]["memory"]
         line["output_tok_s_rounds"] = " / ".join(
             "-" if pd.isna(v) else f"{v:.1f}" for v in g["output_tok_s"])
+        gates = [k for k in ("fits_context", "ttft_ok", "all_correct")
+                 if not g[k].map(not_graded).all()]
         for gate in ("fits_context", "ttft_ok", "all_correct"):
-            line[gate] = bool(g[gate].all())
-        failed = [TITLES[k] for k in ("fits_context", "ttft_ok", "all_correct") if not line[k]]
+            line[gate] = bool(g[gate].all()) if gate in gates else g[gate].iloc[0]
+        failed = [TITLES[k] for k in gates if not line[k]]
         line["verdict"] = "pass" if not failed else "fail: " + ", ".join(failed)
+        if "all_correct" not in gates:
+            line["verdict"] += " (fits context and TTFT only: answers not graded)"
         out.append(line)
     return pd.DataFrame(out)
 

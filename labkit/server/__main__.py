@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     try:
-        model = str(resolve_model(args.model))
+        model = str(resolve_model(args.model, load=True, n_gpu_layers=args.n_gpu_layers))
         config = EngineConfig(model, **settings.values(args, settings.ENGINE))
     except (OSError, ValueError) as exc:
         log.error("%s", exc)
