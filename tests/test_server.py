@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def srv():
-    with launch(ServerConfig(n_ctx=4096, n_slots=2, kv_unified=False)) as s:
+    with launch(ServerConfig(n_ctx=4096, n_slots=2, kv_unified=False, alias="local")) as s:
         yield s
 
 
