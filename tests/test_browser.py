@@ -1,0 +1,114 @@
+"""Every notebook as a learner meets it: opened in JupyterLab in a real (headless) browser, run
+from the Run menu, top to bottom.
+
+A notebook fails on any error output, on a code cell that never ran, and on a widget that does
+not render; in notebook 01, moving a slider of the batching panel must redraw the panel. One
+screenshot per notebook lands in results/browser/. Needs the `playwright` package and a
+`chromium` on PATH (`.ci/run` installs Debian's); without them the tests skip and say so.
+"""
+
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from browser_support import JupyterLab, LabNotebook, browser_missing
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SCREENSHOTS = ROOT / "results" / "browser"
+# Quick mode takes seconds to minutes per notebook; a loaded 2-core machine is much slower.
+NOTEBOOK_TIMEOUT_S = 15 * 60
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a copy of the notebooks (what it saves stays out of the checkout)."""
+    if reason := browser_missing():
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    for path in NOTEBOOKS:
+        shutil.copy(path, root / path.name)
+    with JupyterLab(root, results=base / "results", home=base / "home") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=shutil.which("chromium"))
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def notebook_page(lab, browser):
+    """A fresh browser page; afterwards the notebook's kernel, and what it started, are stopped."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        yield page
+    finally:
+        page.close()
+        lab.shut_down_kernels()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_in_jupyterlab(path, lab, notebook_page, capsys):
+    nb = LabNotebook(notebook_page, lab, path.name)
+    started = time.monotonic()
+    outcome = "did not finish"
+    try:
+        nb.open()
+        nb.run_all()
+        nb.wait_until_done(NOTEBOOK_TIMEOUT_S)
+        problems = nb.problems()
+        if path.stem == "01_restaurant" and not problems:
+            before, after = nb.move_slider("Same guests, three ways of batching", "slots (tables)")
+            if after == before:
+                problems.append("moving the batching panel's 'slots (tables)' slider left its "
+                                "output as it was")
+            problems += nb.problems()
+        outcome = "FAILED" if problems else "ok"
+    finally:
+        # Photographed whatever happened: a failure is easier to read in its picture.
+        shot = nb.screenshot(SCREENSHOTS / f"{path.stem}.png")
+        with capsys.disabled():
+            print(f"\n{path.name}: {outcome} after {time.monotonic() - started:.0f} s in "
+                  f"JupyterLab; screenshot {shot}")
+    assert not problems, f"{path.name} in JupyterLab:\n" + "\n".join(problems)
+
+
+# What a learner would see go wrong, one cell each, after a warning that is not an error.
+CHECKS_NOTEBOOK = [
+    "import warnings\nwarnings.warn('a warning on stderr is not an error')",
+    "import ipywidgets\nipywidgets.IntSlider(3, description='fine')",
+    "from IPython.display import display\n"
+    "display({'application/vnd.jupyter.widget-view+json': {'model_id': '0' * 32, "
+    "'version_major': 2, 'version_minor': 0}, 'text/plain': 'a widget without a model'}, raw=True)",
+    "raise ValueError('on purpose')",
+    "print('never runs: Run All stops at the error')",
+]
+
+
+def test_the_checks_see_what_a_learner_sees(lab, notebook_page):
+    """The checks above on a notebook made to fail: they must name exactly the broken cells."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECKS_NOTEBOOK])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / "checks.ipynb")
+    page = LabNotebook(notebook_page, lab, "checks.ipynb")
+    page.open()
+    page.run_all()
+    page.wait_until_done(300)
+    problems = page.problems()
+    assert [p.split(" ")[1] for p in problems] == ["2", "2", "3", "4"], problems
+    assert "Error displaying widget" in problems[0] and "1 widget output(s), 0 rendered" in problems[1]
+    assert "ValueError: on purpose" in problems[2] and "did not run" in problems[3]
