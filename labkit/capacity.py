@@ -107,6 +107,10 @@ class Capacity:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the readable table, not the raw fields."""
+        return self.table().to_html(header=False)
+
     def table(self):
         """A two-column summary for a notebook."""
         import pandas as pd
