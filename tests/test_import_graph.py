@@ -1,0 +1,93 @@
+"""labkit's modules import one another in one direction: no module imports, at import time,
+a module that imports it back (directly or through others). Imports inside functions are
+deliberate late imports and are left out; the data flow of docs/ARCHITECTURE.md is kept by
+the imports at the top of each file."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import labkit
+
+PKG = Path(labkit.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _top_level_imports(path: Path, name: str) -> set[str]:
+    """Modules of labkit that ``path`` imports at module level (not inside functions)."""
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text())
+    body = list(tree.body)
+    # imports guarded by `if TYPE_CHECKING:` never run
+    nodes = []
+    for node in body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.Try, ast.If)):
+            nodes.extend(n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom)))
+        else:
+            nodes.append(node)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("labkit"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if not mod.startswith("labkit"):
+                continue
+            found.add(mod)
+            for a in node.names:                     # from . import x: x may be a module
+                found.add(f"{mod}.{a.name}")
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PKG.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        deps = {d for d in _top_level_imports(path, name) if d in files and d != name}
+        graph[name] = deps
+    return graph
+
+
+def test_no_import_cycle_in_labkit():
+    graph = _graph()
+    assert "labkit.settings" in graph and "labkit.notebook" in graph
+    state: dict[str, int] = {}
+
+    def visit(m, path):
+        state[m] = 1
+        for n in sorted(graph[m]):
+            # a package's __init__ importing its own submodules is not a cycle back to it
+            if m.startswith(n + "."):
+                continue
+            assert state.get(n) != 1, f"import cycle: {' -> '.join(path + [m, n])}"
+            if n not in state:
+                visit(n, path + [m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_the_leaves_import_no_other_labkit_module_but_their_own():
+    graph = {m: deps - {"labkit"} for m, deps in _graph().items()}   # the package root is light
+    assert graph["labkit.runenv"] == set()
+    assert graph["labkit.kv"] == set()
+    assert graph["labkit.settings"] <= {"labkit.kv", "labkit.runenv"}
+    assert graph["labkit.catalog"] <= {"labkit.kv"}
