@@ -15,7 +15,7 @@ and two derived sizes:
 
 The catalogue is for arithmetic about models this machine does not hold. The
 model a notebook actually runs is described from its own file:
-:func:`from_model_info` and :func:`embedded` read the GGUF's metadata.
+:func:`from_model_info` builds one from a GGUF's metadata (``labkit.models.describe``).
 
     >>> get("llama-3.1-8b").kv_bytes_per_token()
     131072.0
@@ -151,12 +151,6 @@ def from_model_info(info) -> ModelShape:
         n_ctx_train=info.n_ctx_train, n_vocab=int(n_vocab), n_params=info.n_params,
         rope_theta=None if rope is None else float(rope),
         tied_embeddings="output.weight" not in tensors)
-
-
-def embedded() -> ModelShape:
-    """The shape of the model the workbook ships, read from its own file."""
-    from .models import describe
-    return from_model_info(describe(with_hash=False))
 
 
 def _slug(name: str) -> str:
