@@ -146,6 +146,13 @@ def test_written_file_has_the_shape_and_the_tokenizer(tmp_path, quant, arch, tie
     assert not list(tmp_path.glob(".*partial"))
 
 
+def test_the_same_name_gives_the_same_bytes(tmp_path):
+    """Seeded: worksheets from two machines name the same model by the same sha256."""
+    a = synthetic.write(toy_spec(), tmp_path / "a.gguf").read_bytes()
+    b = synthetic.write(toy_spec(), tmp_path / "b.gguf").read_bytes()
+    assert a == b
+
+
 def test_tokenizer_only_file_stands_in_for_the_embedded_model(tmp_path, monkeypatch):
     tok = synthetic.write_tokenizer(tmp_path / "tokenizer.gguf")
     assert tok.stat().st_size < 4 * 2**20

@@ -1,0 +1,57 @@
+"""The GPU check's pure parts: what the carry folder keeps of llama.cpp, and the report."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+GPU = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+pack = _load("pack")
+run = _load("run")
+
+
+@pytest.mark.parametrize("path", [
+    "CMakeLists.txt", "cmake/build-info.cmake", "ggml/src/ggml.c", "ggml/src/ggml-version.h.in",
+    "ggml/src/ggml-cuda/fattn.cu", "ggml/src/ggml-cuda", "ggml/src/ggml-cpu/ggml-cpu.c",
+    "src/llama.cpp", "common/arg.cpp", "tools/server/server.cpp", "tools/mtmd/models/models.h",
+    "tools/ui/CMakeLists.txt", "tools/ui/ui.cpp.in", "scripts/ui-assets.cmake",
+    "vendor/cpp-httplib/httplib.h", "LICENSE"])
+def test_pack_keeps_what_cmake_reads(path):
+    assert pack.keep(path)
+
+
+@pytest.mark.parametrize("path", [
+    "models/ggml-vocab-llama-bpe.gguf", "docs/build.md", "tests/test-backend-ops.cpp",
+    "examples/simple/simple.cpp", "ggml/src/ggml-vulkan/ggml-vulkan.cpp", "ggml/src/ggml-metal",
+    "tools/ui/src/app.ts", "tools/server/tests/unit/test_basic.py", "scripts/sync-ggml.sh",
+    "tools/mtmd/test-3.mp4", "convert_hf_to_gguf.py", "README.md"])
+def test_pack_drops_what_no_build_reads(path):
+    assert not pack.keep(path)
+
+
+def test_report_has_the_gain_over_one_slot_and_says_what_was_skipped(tmp_path):
+    r = run.Run(tmp_path / "out", tmp_path / "work", budget_s=None)
+    r.facts["gpu"] = {"name": "Card", "memory_mib": 1000, "compute_cap": "9.0", "driver": "1"}
+    base = {"model": "synthetic:smollm2-135m", "server": "llama-server", "server_kind":
+            "llama-server", "n_ctx_slot": 4096, "n_requests": 32, "ttft_p50_s": 0.1,
+            "ttft_max_s": 0.2, "sampled_peak_mib": 900.0, "errors": 0, "verdict": "pass",
+            "memory": "sampled peak GPU memory", "seconds": 5.0}
+    r.lines = [dict(base, slots=1, output_tok_s=100.0), dict(base, slots=4, output_tok_s=250.0)]
+    r.note("synthetic:llama-3.1-8b:q4_0 llama-server 16 slots skipped: 3 s of the budget left")
+    run.report(r)
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "Card, 1000 MiB, compute capability 9.0" in text
+    assert "| synthetic:smollm2-135m | llama-server | 4 | 4096 | 32 | 250 | 2.50 |" in text
+    assert "16 slots skipped" in text
+    assert (tmp_path / "out" / "results.csv").is_file() and (tmp_path / "out" / "plots.png").is_file()
