@@ -11,7 +11,8 @@ def _doctor(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="labkit doctor",
                                 description="Check that this machine can run the workbook.")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--model", "-m", help="a GGUF file to check instead of the embedded model")
+    p.add_argument("--model", "-m", help="a GGUF file, or synthetic:NAME[:QUANT] (a model "
+                   "shape with random weights), to check instead of the embedded model")
     p.add_argument("--no-generate", action="store_true",
                    help="skip the short generation (faster, but proves less)")
     return doctor.main(p.parse_args(argv))

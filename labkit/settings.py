@@ -264,7 +264,8 @@ TABLE: tuple[Setting, ...] = (
             "wait for a slot (labkit's own; llama-server defers it)", labkit_only=True),
     # --- server: what the HTTP server does around the engine ------------------------------
     Setting("model", ("-m", "--model"), None, "str | None", optional(text),
-            "a GGUF path, or None", "GGUF file (not given: $LABKIT_MODEL, else the embedded "
+            "a GGUF path, synthetic:NAME[:QUANT], or None", "GGUF file, or a model shape with "
+            "random weights (labkit.synthetic; not given: $LABKIT_MODEL, else the embedded "
             "SmolLM2-135M)", scope=SERVER),
     Setting("alias", ("-a", "--alias"), None, "str | None", optional(text),
             "a non-empty name, or None", "the model name the API reports (not given: the "

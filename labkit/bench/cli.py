@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-docs", type=int, default=None, help="use the first N documents only")
     p.add_argument("--ttft-threshold", type=float, default=10.0,
                    help="your TTFT gate in seconds (default 10)")
-    p.add_argument("--model", "-m", default=None, help="GGUF file (default: the embedded model)")
+    p.add_argument("--model", "-m", default=None,
+                   help="GGUF file, or synthetic:NAME[:QUANT] for a timing-only run on a model "
+                        "shape with random weights (default: the embedded model)")
     p.add_argument("-ngl", "--gpu-layers", dest="n_gpu_layers", default="0",
                    help="layers to offload to the GPU (a number or 'all'; default 0)")
     p.add_argument("--threads", "-t", type=int, default=None,
