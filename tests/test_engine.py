@@ -82,6 +82,23 @@ def test_startup_log_lines(model_path, caplog):
     assert "n_ctx_seq" in text and any(r.name == "labkit.engine.llama" for r in caplog.records)
 
 
+def test_ctx_size_zero_is_the_training_context(model_path):
+    """-c 0, as in llama-server: the model's own training context, shared by the slots."""
+    with Engine(EngineConfig(model_path, n_ctx=0, n_slots=2, kv_unified=False)) as e:
+        train = e.facts["n_ctx_train"]
+        assert e.facts["n_ctx"] == train and e.facts["n_ctx_seq"] == train // 2
+
+
+def test_a_request_cancelled_before_its_first_token_has_no_stale_timings(model_path):
+    with Engine(EngineConfig(model_path, n_ctx=512, n_slots=1)) as e:
+        first = e.submit(e.tokenize("Say hi."), SamplingParams(max_tokens=4))
+        first.result(60)
+        second = e.submit(e.tokenize("Count to one hundred:"), SamplingParams(max_tokens=200))
+        second.cancel()
+        t = second.result(30).timings
+        assert t["prompt_ms"] >= 0 and t["predicted_ms"] >= 0, t
+
+
 def test_close_leaves_no_thread(model_path):
     e = Engine(EngineConfig(model_path, n_ctx=512, n_slots=1))
     h = e.submit(e.tokenize("Count to one hundred:"), SamplingParams(max_tokens=500, ignore_eos=True))

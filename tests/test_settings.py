@@ -231,3 +231,10 @@ def test_docs_settings_is_generated_from_the_table():
     doc = ROOT / "docs" / "SETTINGS.md"
     assert doc.read_text() == settings.markdown(), \
         "regenerate: python -m labkit.settings > docs/SETTINGS.md"
+
+
+def test_the_engines_llama_cpp_ids_cover_the_tables_choices():
+    from labkit.engine import native
+    assert set(native.GGML_CACHE_TYPES) == set(settings.CACHE_TYPES)
+    assert set(native.FLASH_ATTN) == set(settings.FLASH_ATTN_MODES)
+    assert set(native.SPLIT_MODES) == set(settings.SPLIT_MODES)

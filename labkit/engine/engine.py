@@ -76,10 +76,13 @@ class Engine:
         load_log = LogCapture()
         add_log_sink(load_log.lines.append)
         try:
-            self.model = LlamaModel(cfg.model_path, cfg.n_gpu_layers)
+            self.model = LlamaModel(cfg.model_path, cfg.n_gpu_layers,
+                                    split_mode=cfg.split_mode, main_gpu=cfg.main_gpu)
+            # -c 0, as in llama-server: the model's training context.
+            n_ctx = cfg.n_ctx or self.model.n_ctx_train
             try:
                 self.ctx = LlamaContext(
-                    self.model, n_ctx=cfg.n_ctx, n_seq_max=n_slots, kv_unified=unified,
+                    self.model, n_ctx=n_ctx, n_seq_max=n_slots, kv_unified=unified,
                     n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, type_k=cfg.type_k,
                     type_v=cfg.type_v, flash_attn=cfg.flash_attn, n_threads=cfg.threads)
             except Exception:
@@ -92,7 +95,7 @@ class Engine:
                 if line.strip():
                     llama_log.info("%s", line)
 
-        planned = kv.slot_context(cfg.n_ctx, n_slots, unified, n_ctx_train=self.model.n_ctx_train,
+        planned = kv.slot_context(n_ctx, n_slots, unified, n_ctx_train=self.model.n_ctx_train,
                                   per_slot=cfg.kv_unified_per_slot)
         if (planned.n_ctx, planned.n_ctx_seq) != (self.ctx.n_ctx, self.ctx.n_ctx_seq):
             log.warning("llama.cpp sized the context n_ctx=%d n_ctx_seq=%d, labkit.kv predicted "

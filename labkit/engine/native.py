@@ -24,6 +24,9 @@ import llama_cpp
 # -ctk / -ctv names -> ggml type ids.
 GGML_CACHE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7,
                     "q8_0": 8, "iq4_nl": 20, "bf16": 30}
+# -sm none|layer|row -> llama_split_mode.
+SPLIT_MODES = {"none": llama_cpp.LLAMA_SPLIT_MODE_NONE, "layer": llama_cpp.LLAMA_SPLIT_MODE_LAYER,
+               "row": llama_cpp.LLAMA_SPLIT_MODE_ROW}
 # -fa on|off|auto -> llama_flash_attn_type.
 FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
@@ -106,10 +109,13 @@ def quiet_llama():
 class LlamaModel:
     """A loaded GGUF model (weights only; contexts are made from it)."""
 
-    def __init__(self, path: str, n_gpu_layers: int = 0, use_mmap: bool = True):
+    def __init__(self, path: str, n_gpu_layers: int = 0, use_mmap: bool = True, *,
+                 split_mode: str = "layer", main_gpu: int = 0):
         install_log_router()
         params = llama_cpp.llama_model_default_params()
-        params.n_gpu_layers = n_gpu_layers
+        params.n_gpu_layers = n_gpu_layers      # negative: every layer
+        params.split_mode = SPLIT_MODES[split_mode]
+        params.main_gpu = main_gpu
         params.use_mmap = use_mmap
         self.path = str(path)
         self.ptr = llama_cpp.llama_model_load_from_file(self.path.encode(), params)

@@ -82,7 +82,7 @@ class Slot:
         self.stop = StopMatcher(stops) if stops else None
         self.n_cached = n_cached
         self.reserved = reserved
-        self.t_start = 0.0
+        self.t_start = self.t_first = self.t_last = 0.0
         self.state = PREFILL
 
     def prompt_done(self, now: float) -> None:
