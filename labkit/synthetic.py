@@ -63,7 +63,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .models import SYNTHETIC_PREFIX as PREFIX
+# The name that stands for a synthetic model wherever a model path goes.
+PREFIX = "synthetic:"
 
 WRITER_VERSION = 1
 DEFAULT_QUANT = "q4_0"
@@ -287,7 +288,7 @@ def tokenizer_source() -> Path:
         if not p.is_file():
             raise SyntheticError(f"${ENV_TOKENIZER}={env}: no such file")
         return p
-    from .models import ModelNotFound, default_model_path
+    from .embedded import ModelNotFound, default_model_path
     try:
         return default_model_path()
     except ModelNotFound as exc:
