@@ -57,6 +57,7 @@ class Run:
         self.notes: list[str] = []
         self.models: list[dict] = []
         self.lines: list[dict] = []
+        self.overhead = ""
 
     def log(self, msg: str) -> None:
         line = f"[{time.monotonic() - self.t0:6.0f} s] {msg}"
@@ -242,6 +243,23 @@ def doctor(run: Run, model: str) -> dict:
     return report
 
 
+def overhead(run: Run, model: str, gpu_layers: int, slots) -> None:
+    """labkit's own host time per engine step at this machine's speed
+    (benchmarks/engine_overhead.py): where a GPU makes llama_decode fast, Python may dominate."""
+    if run.left_s() < 120:
+        run.note("engine overhead not measured: no time left in the budget")
+        return
+    cmd = [sys.executable, str(REPO / "benchmarks" / "engine_overhead.py"), "--model", model,
+           "-ngl", "all" if gpu_layers else "0", "--slots", *map(str, slots)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=min(300, run.left_s()))
+    except subprocess.TimeoutExpired:
+        run.note("engine overhead: timed out")
+        return
+    run.overhead = r.stdout if r.returncode == 0 else f"failed: {r.stderr[-800:]}"
+    run.log("engine overhead:\n" + run.overhead)
+
+
 # ---------------------------------------------------------------------------- 3. models
 
 def write_models(run: Run, models, gpu_layers) -> list[str]:
@@ -400,6 +418,9 @@ def report(run: Run) -> None:
                   to_markdown(df.drop(columns=["memory", "server_kind"])
                               .rename(columns=TITLES)),
                   f"Memory: {df['memory'].iloc[0]}.", "", "![plots](plots.png)"]
+    if run.overhead:
+        lines += ["", "## Engine overhead (labkit's host time per step)", "", "```",
+                  run.overhead.rstrip(), "```"]
     if run.notes:
         lines += ["", "## Notes (skipped, failed, reduced)", ""] + [f"- {n}" for n in run.notes]
     (run.out / "report.md").write_text("\n".join(lines) + "\n")
@@ -466,7 +487,8 @@ def main(argv=None) -> int:
     if not on_gpu and not args.models:
         run.note(f"{MODELS[1]} not measured on the CPU (reduced form): written and described only")
     slots = args.slots or (SLOTS if on_gpu else (1, 2))
-    servers = args.servers or (["llama-server"] if bindir is not None else ["xllamacpp"])
+    servers = args.servers or (["labkit", "llama-server"] if bindir is not None
+                               else ["labkit", "xllamacpp"])
     n_requests = args.requests or (32 if on_gpu else 2)
     n_ctx = args.n_ctx or (16384 if on_gpu else 4096)
     threads = None if on_gpu else max(1, (os.cpu_count() or 2) - 1)
@@ -474,6 +496,7 @@ def main(argv=None) -> int:
     ready = write_models(run, models if on_gpu or args.models else MODELS, gpu_layers)
     report(run)
     doctor(run, models[0])
+    overhead(run, models[0], gpu_layers, (1, 4, 16) if on_gpu else (1, 4))
     report(run)
     ready = [m for m in ready if m in models]
     bench(run, ready, slots, servers, n_requests, args.rounds, n_ctx, gpu_layers, bindir, threads)
