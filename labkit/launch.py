@@ -15,13 +15,20 @@ Four kinds of server, all started the same way, as a subprocess on a free loopba
 
 The server's output goes to a log file, never into a notebook cell. The process and its
 children are stopped when the ``with`` block ends, on error, at interpreter exit (which
-includes a Jupyter kernel shutting down), and, on Linux, when the parent dies abruptly.
+includes a Jupyter kernel shutting down), and, on Linux, when the parent process dies
+abruptly (even by SIGKILL): every server is started from one launcher thread that lives as
+long as the process, so the kernel's parent-death signal follows the process, not the thread
+that happened to call :func:`start`.
+
+A server that exits while starting is reported at once (:class:`ServerFailedToStart`), with
+the reason read from its log: the first line it logged at error level.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import queue
 import re
 import shutil
 import signal
@@ -45,7 +52,15 @@ KINDS = ("labkit", "xllamacpp", "llama-server", "llama_cpp.server")
 
 
 class ServerFailedToStart(RuntimeError):
-    """The server exited or did not become healthy in time. The message ends with its log tail."""
+    """The server exited or did not become healthy in time. The message names the reason (from
+    the log) and ends with the log's last lines; ``returncode`` is None when it timed out."""
+
+    def __init__(self, message: str, *, reason: str | None = None,
+                 returncode: int | None = None, elapsed_s: float = 0.0,
+                 log_path: Path | None = None):
+        super().__init__(message)
+        self.reason, self.returncode, self.elapsed_s = reason, returncode, elapsed_s
+        self.log_path = log_path
 
 
 # llama-cpp-python's bundled server has flags of its own; these are the settings it takes.
@@ -142,6 +157,26 @@ def parse_startup_log(text: str) -> dict:
     return facts
 
 
+# An error line: llama.cpp's log ("0.00.019.540 E gguf_init_from_reader: ...") or labkit's
+# ("2026-01-01 12:00:00,000 E labkit.server: ...").
+_ERROR_LINE = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+|\S+ \S+) E (?:labkit\.\S+: )?(.*)$")
+_SAYS_ERROR = re.compile(r"error|failed|exception", re.IGNORECASE)
+
+
+def failure_reason(log: str) -> str | None:
+    """Why a server failed to start, from its log: the first line it logged at error level (the
+    cause; the error lines after it are its consequences, such as llama-server's "exiting due to
+    model loading error"); in a log without levels, the last line that says error (a Python
+    traceback's exception, argparse's usage error). None when no line does."""
+    lines = log.splitlines()
+    for line in lines:
+        m = _ERROR_LINE.match(line.strip())
+        if m:
+            return " ".join(m.group(1).split())
+    said = [ln.strip() for ln in lines[1:] if _SAYS_ERROR.search(ln)]  # line 0: the command
+    return said[-1] if said else None
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -149,13 +184,69 @@ def free_port() -> int:
 
 
 def _die_with_parent():
-    """Linux: ask the kernel to SIGTERM the child if this process dies (even by SIGKILL)."""
+    """Linux: ask the kernel to SIGTERM the child when its parent dies (even by SIGKILL). The
+    kernel's "parent" is the thread that forked the child, so :class:`_Spawner` forks every
+    server from a thread that lives as long as the process."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except OSError:
             pass
+
+
+class _Spawner:
+    """Starts subprocesses from one daemon thread that never exits, so that the parent-death
+    signal fires when this process dies, not when a short-lived thread that called
+    :func:`start` (a worker, a notebook widget's callback) ends."""
+
+    def __init__(self):
+        self._jobs: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, cmd: list[str], **kwargs) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():   # also after a fork
+                self._thread = threading.Thread(target=self._serve, name="labkit-spawner",
+                                                daemon=True)
+                self._thread.start()
+        job = {"done": threading.Event()}
+        self._jobs.put((cmd, kwargs, job))
+        interrupted = None
+        while not job["done"].is_set():
+            try:
+                job["done"].wait()
+            except BaseException as exc:   # Ctrl-C: let the start finish, then undo it
+                interrupted = exc
+        if interrupted is not None:
+            if "process" in job:
+                _kill_group(job["process"])
+            raise interrupted
+        if "error" in job:
+            raise job["error"]
+        return job["process"]
+
+    def _serve(self) -> None:
+        while True:
+            cmd, kwargs, job = self._jobs.get()
+            try:
+                job["process"] = subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
+            except BaseException as exc:   # handed to the caller, raised there
+                job["error"] = exc
+            finally:
+                job["done"].set()
+
+
+_spawner = _Spawner()
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
 
 
 _live: set["RunningServer"] = set()
@@ -215,12 +306,13 @@ class RunningServer:
         return self.process.poll() is None
 
     def wait_healthy(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        """Return when the health path answers 200; raise :class:`ServerFailedToStart` as soon
+        as the process exits, or after ``timeout_s``."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
             if not self.alive():
-                raise ServerFailedToStart(
-                    f"{self.config.kind} server exited with code {self.process.returncode} "
-                    f"while starting; log {self.log_path}:\n{self.log_tail()}")
+                code = self.process.returncode
+                self._failed(f"exited with code {code}", t0, code)
             try:
                 if self.get(self.config.health_path, timeout=2).status_code == 200:
                     return
@@ -228,9 +320,16 @@ class RunningServer:
                 pass
             time.sleep(0.1)
         self.stop()
+        self._failed(f"was not healthy after {timeout_s:.0f} s", t0, None)
+
+    def _failed(self, what: str, t0: float, returncode: int | None):
+        elapsed = time.monotonic() - t0
+        reason = failure_reason(self.log_text())
         raise ServerFailedToStart(
-            f"{self.config.kind} server not healthy after {timeout_s:.0f} s; "
-            f"log {self.log_path}:\n{self.log_tail()}")
+            f"{self.config.kind} server {what} ({elapsed:.1f} s after it started)"
+            f"{': ' + reason if reason else ''}\nlog {self.log_path}, last lines:\n"
+            f"{self.log_tail()}", reason=reason, returncode=returncode,
+            elapsed_s=elapsed, log_path=self.log_path)
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM the server's process group; SIGKILL whatever is left after timeout_s."""
@@ -268,9 +367,11 @@ def start(config: ServerConfig) -> RunningServer:
     log = open(log_path, "wb")
     log.write((" ".join(cmd) + "\n").encode())
     log.flush()
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=_die_with_parent)
-    log.close()
+    try:
+        proc = _spawner.popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        log.close()
     server = RunningServer(config, proc, port, log_path, model_path, cmd)
     with _live_lock:
         _live.add(server)

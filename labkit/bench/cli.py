@@ -17,6 +17,9 @@ gets the cores available minus one as threads (``--threads`` to change it): the 
 the HTTP front need the other.
 ``LABKIT_QUICK=1`` (set by the test suite) shrinks the run further: 1 round, 2 documents,
 1 and 2 split slots.
+
+Ctrl-C stops the server, saves every run that had finished (the worksheet of those runs),
+says where, and exits with status 130.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 DEFAULT_N_CTX = 4096
 DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
+EXIT_INTERRUPTED = 130   # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFAULT_SLOTS,
@@ -96,8 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args, argv)
+    except KeyboardInterrupt:   # before any run started, or while saving
+        print("\nlabkit bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     from .. import runenv
-    from .runner import measure
+    from .runner import BenchInterrupted, measure
     from .worksheet import to_markdown
     quick = runenv.quick()
     rounds = args.rounds or (1 if quick else 3)
@@ -144,14 +156,22 @@ def main(argv: list[str] | None = None) -> int:
         # llama_cpp.server streams no usage: count its content chunks instead (said per row).
         sampling = Sampling(max_tokens=Prompt.load(_prompt_path()).max_tokens,
                             require_usage=False)
-    result = measure(configs, workloads, rounds, in_flight=args.in_flight, rate=args.rate,
-                     sampling=sampling,
-                     burst=args.burst, cache_prompt=args.cache_prompt,
-                     ttft_threshold_s=args.ttft_threshold, progress=not args.no_progress,
-                     log_dir=str(out / "logs"), max_docs=max_docs)
+    interrupted = False
+    try:
+        result = measure(configs, workloads, rounds, in_flight=args.in_flight, rate=args.rate,
+                         sampling=sampling,
+                         burst=args.burst, cache_prompt=args.cache_prompt,
+                         ttft_threshold_s=args.ttft_threshold, progress=not args.no_progress,
+                         log_dir=str(out / "logs"), max_docs=max_docs)
+    except BenchInterrupted as stop:
+        result, interrupted = stop.result, True
+        if not result.runs:
+            print("\nlabkit bench: interrupted before any run finished; nothing to save",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
     elapsed = time.perf_counter() - t0
     result.env["bench"] = {"argv": sys.argv[1:] if argv is None else argv, "quick": quick,
-                           "elapsed_s": elapsed}
+                           "elapsed_s": elapsed, "interrupted": interrupted}
     result.save(out)
     ws = result.worksheet()
     cols = ["server", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot", "in_flight", "workload",
@@ -165,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
           f"TTFT gate {args.ttft_threshold:g} s")
     print(f"wrote {out}/ (worksheet.csv, worksheet.md, requests.csv, plots/, environment.json) "
           f"in {elapsed:.0f} s")
+    if interrupted:
+        print(f"labkit bench: interrupted; saved the {len(result.runs)} finished run(s) in "
+              f"{out}/", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0 if len(ws) and (ws["errors"] == 0).all() else 1
 
 

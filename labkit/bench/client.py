@@ -196,7 +196,10 @@ def send_all(base_url: str, specs: list[RequestSpec], sampling: Sampling, *,
             if on_done is not None:
                 on_done(row)
 
-        with ThreadPoolExecutor(max_workers=max(n_workers, 1)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(n_workers, 1))
+        try:
             list(pool.map(run, range(len(specs))))
+        finally:   # on Ctrl-C send nothing more; closing the client ends the streams in flight
+            pool.shutdown(wait=False, cancel_futures=True)
         wall = time.perf_counter() - t0
     return [r for r in rows if r is not None], wall

@@ -20,12 +20,13 @@ The recipe every run follows (the seed tutorial's):
 
 :func:`measure` restarts the server for every round and rotates the order of the configs
 from round to round, so a slow start or a warm machine does not always favour the same one.
+Interrupted (Ctrl-C), it stops the server it started and raises :class:`BenchInterrupted`,
+whose ``result`` holds every run that had finished.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,15 @@ class BenchResult:
         return save_result(self, Path(folder))
 
 
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`measure`: ``result`` is a :class:`BenchResult` of every run that
+    finished before it (the run in progress is dropped)."""
+
+    def __init__(self, result: BenchResult):
+        super().__init__(f"interrupted after {len(result.runs)} finished run(s)")
+        self.result = result
+
+
 def _rotate(seq: list, k: int) -> list:
     if not seq:
         return seq
@@ -293,8 +303,8 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=total, desc="labkit bench", unit="req", leave=True)
-    rows, mems, runs = [], [], []
-    lock = threading.Lock()
+    finished: list[tuple] = []     # (rows, memory, info) of each run, appended whole
+    interrupted = False
     try:
         for r in range(rounds):
             for cfg in _rotate(configs, r):
@@ -315,17 +325,20 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
                                 target, wl, f, rate=rate, burst=burst, sampling=smp,
                                 round_=r, sample_memory=sample_memory, progress=bar,
                                 arrival_seed=r)
-                            with lock:
-                                rows.append(df)
-                                mems.append(mem)
-                                runs.append(info)
+                            finished.append((df, mem, info))
+    except KeyboardInterrupt:   # the server it started is stopped already (launch's finally)
+        interrupted = True
     finally:
         if bar is not None:
             bar.close()
+    rows, mems, runs = ([run[i] for run in finished] for i in range(3))
     env_record = environment([c for c in configs if isinstance(c, ServerConfig)]) if env else {}
-    return BenchResult(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(),
-                       pd.concat(mems, ignore_index=True) if mems else pd.DataFrame(),
-                       runs, env_record, ttft_threshold_s)
+    result = BenchResult(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(),
+                         pd.concat(mems, ignore_index=True) if mems else pd.DataFrame(),
+                         runs, env_record, ttft_threshold_s)
+    if interrupted:
+        raise BenchInterrupted(result)
+    return result
 
 
 class _nullcontext:

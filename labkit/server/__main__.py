@@ -4,21 +4,31 @@ Takes llama-server's flags (see :mod:`labkit.server.args`), prints the same
 startup lines llama-server does (n_ctx, n_ctx_seq, n_slots, n_ctx_slot,
 kv_unified), and stops cleanly on SIGTERM or Ctrl-C: requests still in
 flight get a few seconds to finish, then are cancelled.
+
+A server that cannot serve exits at once with status 1 and one error line
+saying why, as llama-server does: a model file that is missing, not GGUF or
+truncated (read from its header before anything else), a port already in use
+(bound before the server says "listening"), or a model llama.cpp cannot load
+or a context it cannot create (the model loads in the background while
+/health answers 503, then the server exits).
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 import threading
 
 from .. import settings
-from ..engine import EngineConfig
-from ..models import resolve_model
+from ..models import describe, resolve_model
 from .args import parse_args
 
 log = logging.getLogger("labkit.server")
+
+# llama-server's exit status when it cannot start (a model it cannot load, a port it cannot bind).
+EXIT_FAILED_TO_START = 1
 
 
 def main(argv=None) -> int:
@@ -29,17 +39,26 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     try:
         model = str(resolve_model(args.model, load=True, n_gpu_layers=args.n_gpu_layers))
-        config = EngineConfig(model, **settings.values(args, settings.ENGINE))
+        describe(model, with_hash=False)   # reads the header alone: not GGUF, truncated
     except (OSError, ValueError) as exc:
-        log.error("%s", exc)
-        return 2
+        log.error("cannot load the model: %s", exc)
+        return EXIT_FAILED_TO_START
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        log.error("couldn't bind HTTP server socket, hostname: %s, port: %d: %s",
+                  args.host, args.port, exc.strerror or exc)
+        return EXIT_FAILED_TO_START
 
     import uvicorn
 
+    from ..engine import EngineConfig
     from .app import ServerState, create_app
+    config = EngineConfig(model, **settings.values(args, settings.ENGINE))
     state = ServerState(config, alias=args.alias or model.rsplit("/", 1)[-1],
                         metrics=args.metrics, slots=args.slots_endpoint, api_key=args.api_key)
     app = create_app(state)
+
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame):
             # Stop generating at once: streams in flight get their final 'cancelled'
@@ -50,16 +69,44 @@ def main(argv=None) -> int:
     server = Server(uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", access_log=False,
         timeout_graceful_shutdown=5, log_config=None))
+
+    def exit_if_the_model_fails():
+        state.loaded.wait()
+        if state.load_error:
+            server.should_exit = True
+    threading.Thread(target=exit_if_the_model_fails, name="labkit-load-watch",
+                     daemon=True).start()
     log.info("listening on http://%s:%d", args.host, args.port)
     # uvicorn re-raises SIGTERM after its graceful shutdown; by then everything is
     # closed, so that second delivery just ends the process with status 0.
     signal.signal(signal.SIGTERM, _exit_now)
+    status = 0
     try:
-        server.run()
-    except SystemExit:
-        pass
+        server.run(sockets=[sock])
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    if state.load_error:
+        log.info("server stopped: the model failed to load")
+        return EXIT_FAILED_TO_START
     log.info("server stopped")
-    return 1 if state.load_error else 0
+    return status
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv4 or IPv6), or OSError (e.g. the port is
+    already in use). Bound here, before anything says "listening", and handed to uvicorn."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 def _exit_now(signum, frame):
