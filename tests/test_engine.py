@@ -2,6 +2,7 @@
 
 import json
 import logging
+import math
 import threading
 import time
 
@@ -212,18 +213,19 @@ def test_slot_fills_with_finish_reason_length(model_path):
         assert max(e.trace_df().kv_used) <= 255
 
 
-def test_unified_pool_exhaustion_fails_one_request_and_survives(model_path):
+def test_unified_pool_exhaustion_fails_every_request_in_flight(model_path):
+    """As llama-server: when not even one token fits, every request in flight ends with
+    'Context size has been exceeded.' and the engine keeps serving."""
     cfg = EngineConfig(model_path, n_ctx=256, n_slots=2, kv_unified=True)  # one 256-cell pool
     with Engine(cfg) as e:
         params = SamplingParams(ignore_eos=True, **GREEDY)
         a = e.submit(long_prompt(e, 80), params)
         b = e.submit(long_prompt(e, 90), params)
-        fa, fb = a.result(60), b.result(60)
-        assert sorted([fa.finish_reason, fb.finish_reason]) == ["error", "length"]
-        failed = fa if fa.finish_reason == "error" else fb
-        assert "exceeded" in failed.error
+        finals = [a.result(60), b.result(60)]
+        assert [f.finish_reason for f in finals] == ["error", "error"]
+        assert {f.error for f in finals} == {"Context size has been exceeded."}
         assert e.metrics()["n_decode_failed_total"] >= 1
-        # the engine keeps serving
+        assert all(s["n_tokens"] == 0 for s in e.slots())      # their caches were cleared
         ok = e.submit(e.tokenize("Hello"), SamplingParams(max_tokens=4, **GREEDY)).result(30)
         assert ok.finish_reason == "length" and ok.usage["completion_tokens"] == 4
 
@@ -349,3 +351,144 @@ def test_max_tokens_and_metrics(eng):
     s = eng.slots()
     assert [x["id"] for x in s] == [0, 1, 2, 3]
     assert all(x["n_ctx"] == 512 and x["id_task"] == -1 for x in s)
+
+
+# ---------------------------------------------------------------- as llama-server makes them
+
+SMOL_SYSTEM = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by "
+               "Hugging Face<|im_end|>\n")
+
+
+@pytest.mark.parametrize("messages,prompt,n_tokens", [
+    ([{"role": "user", "content": "Say hi"}],
+     SMOL_SYSTEM + "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n", 32),
+    ([{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi"}],
+     "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nSay hi<|im_end|>\n"
+     "<|im_start|>assistant\n", 21),
+    ([{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi!"},
+      {"role": "user", "content": "Again"}],
+     SMOL_SYSTEM + "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\nHi!<|im_end|>\n"
+     "<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n", 46),
+    ([{"role": "user", "content": [{"type": "text", "text": "Say "},
+                                   {"type": "text", "text": "hi"}]}],
+     SMOL_SYSTEM + "<|im_start|>user\nSay \nhi<|im_end|>\n<|im_start|>assistant\n", 34),
+    ([{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi"}],
+     SMOL_SYSTEM + "<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\nHi", 33),
+], ids=["no-system", "system", "multi-turn", "text-parts", "prefill"])
+def test_chat_template_renders_as_llama_server(eng1, messages, prompt, n_tokens):
+    """The prompts and token counts llama-server's /apply-template and usage.prompt_tokens
+    gave for the same messages on the same model."""
+    assert eng1.apply_template(messages) == prompt
+    assert len(eng1.tokenize(prompt)) == n_tokens
+
+
+def test_chat_template_refuses_two_assistant_messages_at_the_end(eng1):
+    with pytest.raises(ValueError, match="Cannot have 2 or more assistant messages"):
+        eng1.apply_template([{"role": "user", "content": "hi"},
+                             {"role": "assistant", "content": "a"},
+                             {"role": "assistant", "content": "b"}])
+
+
+def test_token_probabilities(eng):
+    h = eng.submit(chat(eng, "Name three colors."), SamplingParams(max_tokens=8, n_probs=3,
+                                                                   **GREEDY))
+    events = list(h)
+    final = events[-1]
+    entries = [ev.probs for ev in events[:-1]]
+    assert all(e is not None for e in entries) and final.probs == entries
+    assert "".join(e["token"] for e in entries) == final.text
+    for e in entries:
+        top = e["top_logprobs"]
+        assert len(top) == 3 and top[0]["id"] == e["id"]          # greedy: the likeliest
+        assert e["logprob"] == pytest.approx(top[0]["logprob"])
+        assert [t["logprob"] for t in top] == sorted((t["logprob"] for t in top), reverse=True)
+        assert sum(math.exp(t["logprob"]) for t in top) <= 1.0 + 1e-6
+        assert all(bytes(t["bytes"]) == eng._pieces[t["id"]] for t in top)
+    plain = eng.submit(chat(eng, "Name three colors."), SamplingParams(max_tokens=8, **GREEDY))
+    assert plain.result().probs == [] and plain.result().text == final.text
+
+
+def test_logit_bias_bans_and_pushes_tokens(eng):
+    prompt = eng.tokenize("Hello")
+    first = eng.submit(prompt, SamplingParams(max_tokens=1, **GREEDY)).result()
+    banned = eng.tokenize(first.text, add_special=False)
+    assert len(banned) == 1
+    for bias in ([(banned[0], float("-inf"))], [(first.text, -100.0)]):
+        other = eng.submit(prompt, SamplingParams(max_tokens=1, logit_bias=bias, **GREEDY))
+        assert other.result().text != first.text
+    pushed = eng.submit(prompt, SamplingParams(max_tokens=3, logit_bias=[(eng.tokenize(
+        " zebra", add_special=False)[0], 100.0)], **GREEDY)).result()
+    assert pushed.text == " zebra zebra zebra"
+    ignored = eng.submit(prompt, SamplingParams(max_tokens=1, logit_bias=[(10**9, -100.0)],
+                                                **GREEDY)).result()
+    assert ignored.text == first.text      # ids outside the vocabulary are skipped
+
+
+def test_penalties_see_the_prompt_and_the_answer(eng):
+    prompt = eng.tokenize("one one one one one")
+
+    def text(**kw):
+        return eng.submit(prompt, SamplingParams(max_tokens=6, **GREEDY, **kw)).result().text
+    plain = text()
+    assert plain == "-to-many-to"           # llama-server's answer, unpenalised
+    assert text(repeat_penalty=1.5) == "-toothed, it's"
+    assert text(frequency_penalty=1.5) == "-to-many relations,"
+    assert text(repeat_penalty=1.5, repeat_last_n=0) == plain
+
+
+def test_stages_that_change_nothing_are_left_out_of_the_chain(eng):
+    import llama_cpp
+
+    from labkit.engine.sampling import Sampler
+    vocab = eng.model.vocab
+
+    def stages(**kw):
+        s = Sampler(vocab, SamplingParams(**kw))
+        try:
+            return llama_cpp.llama_sampler_chain_n(s.ptr)
+        finally:
+            s.close()
+    assert stages(temperature=0) == 1                        # greedy alone
+    assert stages() == 5                                     # top_k, top_p, min_p, temp, dist
+    assert stages(temperature=0, repeat_penalty=1.1, logit_bias=[(5, 1.0)]) == 3
+
+
+def test_a_character_cut_by_max_tokens_is_never_sent(eng):
+    prompt = eng.tokenize("我爱")   # its next characters take three tokens each
+    cut = list(eng.submit(prompt, SamplingParams(max_tokens=2, **GREEDY)))
+    final = cut[-1]
+    assert final.text == "" and len(cut) == 1 and final.partial    # nothing whole to send
+    more = list(eng.submit(prompt, SamplingParams(max_tokens=4, **GREEDY)))
+    assert more[-1].text == "爱" and more[-1].partial
+    assert "".join(ev.text for ev in more[:-1]) == "爱"
+    assert all("\ufffd" not in ev.text for ev in more[:-1])
+
+
+def test_stop_word_is_reported(eng):
+    f = eng.submit(eng.tokenize("The capital of France is"),
+                   SamplingParams(max_tokens=16, stop=["."], n_probs=1, **GREEDY)).result()
+    assert (f.text, f.stop_word, f.finish_reason) == (" Paris", ".", "stop")
+    assert [e["token"] for e in f.probs] == [" Paris"]     # the stop string's token left out
+
+
+def test_cancelled_requests_count_in_the_metrics(eng1):
+    before = eng1.metrics()["tokens_predicted_total"]
+    h = eng1.submit(chat(eng1, "Count from one to one thousand."),
+                    SamplingParams(max_tokens=400, ignore_eos=True, **GREEDY))
+    wait_for(lambda: eng1.slots()[0]["n_decoded"] >= 3)
+    h.cancel()
+    n = h.result(10).usage["completion_tokens"]
+    assert eng1.metrics()["tokens_predicted_total"] - before == n >= 3
+
+
+def test_a_full_unified_pool_fails_both_long_requests(model_path):
+    """Two growing requests on -c 512 -np 2 --kv-unified (150-word prompts, 400 tokens each):
+    both end with llama-server's error."""
+    words = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet " * 15).split()
+    with Engine(EngineConfig(model_path, n_ctx=512, n_slots=2, kv_unified=True)) as e:
+        hs = [e.submit(e.tokenize(" ".join(w)), SamplingParams(max_tokens=400, ignore_eos=True,
+                                                               **GREEDY))
+              for w in (words, words[::-1])]
+        finals = [h.result(300) for h in hs]
+    assert [(f.finish_reason, f.error) for f in finals] == [
+        ("error", "Context size has been exceeded.")] * 2

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from labkit.engine.config import EngineConfig
 from labkit.engine.request import Request, RequestHandle, Timings, usage
-from labkit.engine.sampling import SamplingParams, StopMatcher, TextStream
+from labkit.engine.sampling import SamplingParams, StopMatcher, TextStream, complete_utf8
+from labkit.engine.trace import Metrics
 from labkit.engine.scheduler import (choose_slot, common_prefix, plan_step, reservation,
                                      reserve_room, reused_prefix)
 from labkit.engine.slot import GENERATING, IDLE, PREFILL, Slot
@@ -151,7 +152,38 @@ def test_text_stream_never_splits_a_character():
     ts = TextStream()
     out = [ts.push(data[i:i + 1]) for i in range(len(data))]
     assert all("\ufffd" not in o for o in out)
-    assert "".join(out) + ts.flush() == "héllo 🐱 wörld"
+    assert "".join(out) == "héllo 🐱 wörld" and ts.flush() == b""
+
+
+def test_text_stream_keeps_a_cut_character_out_of_the_text():
+    ts = TextStream()
+    assert ts.push("ok 🐱".encode()[:5]) == "ok " and ts.pending
+    assert ts.flush() == "🐱".encode()[:2] and not ts.pending
+    assert ts.push(b"x") == "x"   # a fresh start after the flush
+
+
+@pytest.mark.parametrize("raw,n", [(b"", 0), (b"abc", 3), ("é".encode(), 2),
+                                   ("é".encode()[:1], 0), (b"a" + "🐱".encode()[:3], 1),
+                                   ("🐱".encode(), 4), (b"\x9f\x98", 2)])
+def test_complete_utf8_is_llama_servers_validate_utf8(raw, n):
+    assert complete_utf8(raw) == n
+
+
+def test_penalties_are_off_at_llama_servers_defaults():
+    assert not SamplingParams().penalized
+    assert SamplingParams(repeat_penalty=1.1).penalized
+    assert SamplingParams(frequency_penalty=0.5).penalized
+    assert SamplingParams(presence_penalty=-0.5).penalized
+    assert not SamplingParams(repeat_penalty=1.5, repeat_last_n=0).penalized
+
+
+def test_metrics_count_every_requests_tokens():
+    m = Metrics()
+    m.on_finished(5, 0.5)
+    m.on_finished(3, 0.25, completed=False)   # cancelled or failed: its tokens count too
+    snap = m.snapshot(0, 0)
+    assert (snap["tokens_predicted_total"], snap["requests_finished_total"]) == (8, 1)
+    assert snap["tokens_predicted_seconds_total"] == 0.75
 
 
 def test_config_follows_llama_server_rules():
@@ -231,15 +263,17 @@ def test_slot_text_holds_back_stop_prefixes_and_stops_at_a_match():
     s = seated(stop=["END"])
     assert isinstance(s.stop, StopMatcher)
     assert s.push_text(b"abE") == ("ab", False)
-    assert s.flush_text() == "E"
-    assert s.completion() == "abE"
-    s = seated(stop=["END"])
+    assert s.flush_text() == ("E", b"")
+    assert s.completion() == "abE" and s.stop_word == ""
+    s = seated(stop=["END", "and"])
     assert s.push_text(b"xEN") == ("x", False)
     assert s.push_text(b"D and more") == ("", True)
-    assert s.text is None and s.flush_text() == "" and s.completion() == "x"
+    assert s.text is None and s.flush_text() == ("", b"") and s.completion() == "x"
+    assert s.stop_word == "END"
     s = seated()
-    assert s.push_text("é".encode()[:1]) == ("", False)  # half a character waits
-    assert s.flush_text() == "\ufffd"
+    assert s.push_text("é".encode()[:1]) == ("", False) and s.text_pending  # half a character
+    assert s.flush_text() == ("", "é".encode()[:1])                        # is never sent
+    assert s.completion() == ""
 
 
 def test_timings_dict_and_slot_timings():
@@ -266,3 +300,30 @@ def test_cancel_wakes_the_engine():
     h = RequestHandle(req, wake=lambda: woken.append(True))
     h.cancel()
     assert req.cancelled and woken == [True]
+
+
+# ---------------------------------------------------------------- chat template rules
+
+TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</>{% endfor %}"
+            "{% if add_generation_prompt %}<assistant>{% endif %}")
+
+
+def test_chat_template_joins_text_parts_and_continues_a_prefill():
+    from labkit.engine.chat import ChatTemplate, prefill
+    t = ChatTemplate(TEMPLATE)
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert t.render([{"role": "user", "content": parts}]) == "<user>a\nb</><assistant>"
+    assert t.render([{"role": "user", "content": "x"}], add_generation_prompt=False) == \
+        "<user>x</>"
+    chat = [{"role": "user", "content": "x"}, {"role": "assistant", "content": parts}]
+    assert prefill(chat) == "a\n\nb" and prefill(chat[:1]) == ""
+    assert t.render(chat, add_generation_prompt=False) == "<user>x</><assistant>a\n\nb"
+    with pytest.raises(ValueError, match="2 or more assistant messages"):
+        t.render(chat[:1] + [{"role": "assistant", "content": "y"}] + chat[1:])
+
+
+def test_chat_template_does_not_repeat_the_tokens_the_tokenizer_adds():
+    from labkit.engine.chat import ChatTemplate
+    t = ChatTemplate("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", "<s>", "</s>",
+                     add_bos=True, add_eos=False)
+    assert t.render([{"role": "user", "content": "x"}]) == "x</s>"

@@ -31,8 +31,8 @@ class EngineConfig:
 
     ``reserve=False`` (the default) is llama-server's behaviour: admit a request
     as soon as a slot is free, and if the shared (unified) KV pool later runs
-    out, retry the step with smaller batches and finally fail the request that
-    cannot fit. ``reserve=True`` admits a request only when
+    out, retry the step with smaller batches and finally fail every request in
+    flight ("Context size has been exceeded."). ``reserve=True`` admits a request only when
     ``prompt + max_tokens`` cells are free, so the pool can never run out.
     """
 

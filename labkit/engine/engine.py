@@ -24,10 +24,10 @@ Every llama_decode is recorded in :attr:`Engine.trace` (see :mod:`.trace`).
 The KV pool can run out when slots share one (unified) cache. Then
 llama_decode returns 1 and the engine does what llama-server does: drop the
 cache of an idle slot if there is one, else retry with half the batch, and
-when even one token cannot be placed, fail the request that token belongs to
-(an error event) and carry on with the others. A batch decoded in parts is
-also sampled in parts, each right after its llama_decode, because llama.cpp
-keeps only the logits of the latest call. ``EngineConfig(reserve=True)``
+when even one token cannot be placed, fail every request in flight with
+"Context size has been exceeded." and clear their caches. A batch decoded in
+parts is also sampled in parts, each right after its llama_decode, because
+llama.cpp keeps only the logits of the latest call. ``EngineConfig(reserve=True)``
 prevents all this by admitting a request only when its worst case fits.
 """
 
@@ -44,11 +44,11 @@ import llama_cpp
 from .. import kv
 from .config import EngineConfig
 from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
-                     add_log_sink, apply_chat_template, detokenize, eog_tokens,
+                     add_log_sink, chat_template, detokenize, eog_tokens,
                      remove_log_sink, tokenize)
-from .request import (ContextExceeded, Event, FinalEvent, QueueFull, Request, RequestHandle,
-                      Timings, TokenEvent, usage)
-from .sampling import Sampler, SamplingParams
+from .request import (CONTEXT_EXCEEDED, ContextExceeded, Event, FinalEvent, QueueFull, Request,
+                      RequestHandle, Timings, TokenEvent, usage)
+from .sampling import Sampler, SamplingParams, complete_utf8
 from .scheduler import (Work, choose_slot, plan_step, reservation, reserve_room,
                         reused_prefix)
 from .slot import Slot
@@ -126,6 +126,7 @@ class Engine:
         self._pieces = PieceTable(self._vocab)
         self._eog_list = eog_tokens(self._vocab)
         self._eog = frozenset(self._eog_list)
+        self._template = None    # the chat template, read on first use
         self._batch = Batch(self.n_batch, n_slots)
         self._warmup()
         self._slots = [Slot(i, n_ctx_slot) for i in range(n_slots)]
@@ -148,8 +149,12 @@ class Engine:
         return detokenize(self._vocab, list(tokens))
 
     def apply_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The prompt text for chat ``messages``, in the model's own chat template."""
-        return apply_chat_template(self.model, messages, add_generation_prompt)
+        """The prompt text for chat ``messages``, rendered from the model's own chat template
+        as llama-server renders it (see :mod:`labkit.engine.chat`). A message's ``content``
+        is a string or a list of OpenAI text parts."""
+        if self._template is None:
+            self._template = chat_template(self.model)
+        return self._template.render(messages, add_generation_prompt)
 
     def submit(self, prompt: list[int], params: SamplingParams | None = None,
                on_event: Callable[[Event], None] | None = None) -> RequestHandle:
@@ -325,6 +330,7 @@ class Engine:
             llama_cpp.llama_memory_seq_rm(self._mem, slot.id, keep, -1)
             del slot.tokens[keep:]
         slot.start(req, handle, sampler, n_cached=keep, reserved=reserved)
+        sampler.accept_prompt(req.prompt)
         self._prefill_order.append(slot)
 
     def _drop_cancelled(self, now: float) -> None:
@@ -379,9 +385,9 @@ class Engine:
     def _decode(self, work: list[Work]) -> Iterator[tuple[int, int]]:
         """llama_decode the batch, yielding each decoded part (start, n) for sampling."""
         # The whole batch in one call, unless the KV pool is full: then purge an
-        # idle slot's cache, else retry with half as many tokens, else fail the
-        # request that owns the one token that does not fit. The caller samples
-        # each part before the next call overwrites its logits.
+        # idle slot's cache, else retry with half as many tokens, else (not even
+        # one token fits) fail every request in flight. The caller samples each
+        # part before the next call overwrites its logits.
         batch, ctx = self._batch, self.ctx.ptr
         i, n_try = 0, self.n_batch
         while i < batch.n:
@@ -404,15 +410,11 @@ class Engine:
                     log.warning("failed to find free space in the KV cache, retrying with "
                                 "smaller batch size, i = %d, n_batch = %d, ret = %d", i, n_try, ret)
                 else:
-                    self._fail_at(work, i)
+                    self._fail_all(CONTEXT_EXCEEDED, i, m, ret)
+                    return
             else:
                 err = "Invalid input batch." if ret == -1 else f"Compute error (llama_decode returned {ret})."
-                log.error("%s i = %d, n_batch = %d, ret = %d", err, i, m, ret)
-                now = self._now()
-                for w in work:
-                    if w.slot.busy:
-                        self._clear_kv(w.slot)
-                        self._finish(w.slot, "error", now, error=err)
+                self._fail_all(err, i, m, ret)
                 return
 
     def _purge_idle_slot(self) -> bool:
@@ -426,25 +428,15 @@ class Engine:
                 return True
         return False
 
-    def _fail_at(self, work: list[Work], i: int) -> None:
-        """Even one token at batch index i does not fit: fail its request, drop its ``work``."""
-        slot = self._slots[self._batch.seq_of(i)]
-        log.error("Context size has been exceeded: slot %d fails its request", slot.id)
-        mapping = self._batch.compact(i, slot.id)
-        kept = []
-        for w in work:
-            if w.slot is slot:
-                continue
-            if w.start >= i:
-                w.start = mapping[w.start - i]
-            kept.append(w)
+    def _fail_all(self, err: str, i: int, n: int, ret: int) -> None:
+        """llama_decode failed for good: end every request in flight with ``err`` and clear
+        their caches (how much of the batch went in is not tracked), as llama-server does."""
+        log.error("%s i = %d, n_batch = %d, ret = %d", err, i, n, ret)
+        now = self._now()
         for s in self._slots:
-            if s is not slot and s.i_batch >= i:
-                s.i_batch = mapping[s.i_batch - i]
-        self._clear_kv(slot)
-        self._finish(slot, "error", self._now(),
-                     error="Context size has been exceeded (the shared KV cache is full).")
-        work[:] = kept
+            if s.busy:
+                self._clear_kv(s)
+                self._finish(s, "error", now, error=err)
 
     def _clear_kv(self, slot: Slot) -> None:
         """Drop everything the KV cache holds for ``slot``."""
@@ -481,12 +473,15 @@ class Engine:
         for w in work:
             s = w.slot
             if i <= s.i_batch < end and s.busy:
-                tok = s.sampler.sample(ctx, s.i_batch - i)
+                idx = s.i_batch - i
+                tok = s.sampler.sample(ctx, idx)
+                probs = s.sampler.probs(ctx, idx, tok) if s.request.params.n_probs > 0 else None
                 s.i_batch = -1
-                self._on_token(s, tok, self._now())
+                self._on_token(s, tok, self._now(), probs)
 
-    def _on_token(self, s: Slot, tok: int, now: float) -> None:
-        """Take slot ``s``'s new token: stream its text, and finish the request if it is done."""
+    def _on_token(self, s: Slot, tok: int, now: float, probs=None) -> None:
+        """Take slot ``s``'s new token: stream its text, and finish the request if it is done.
+        ``probs``: the token's log-probability and the top ones (:meth:`Sampler.probs`)."""
         s.n_decoded += 1
         s.sampled = tok
         s.t_last = now
@@ -494,35 +489,59 @@ class Engine:
             s.prompt_done(now)
             self._prefill_order.remove(s)
             self._metrics.on_prompt_done(s.n_prompt_done, now - s.t_start)
-        if tok in self._eog:
-            self._finish(s, "stop", now)
-            return
-        text, hit = s.push_text(self._pieces[tok])
-        self._emit(s.handle, TokenEvent(text, tok))
+        eog = tok in self._eog
+        text, hit = ("", False) if eog else s.push_text(self._pieces[tok])
+        if not s.text_pending:   # a token that ends inside a character waits for the next
+            entry = None
+            if probs is not None:
+                entry = self._probs_entry(tok, text, *probs)
+                s.probs.append(entry)
+            self._emit(s.handle, TokenEvent(text, tok, entry, s.n_decoded))
         params = s.request.params
-        if hit:
+        if eog or hit:
             self._finish(s, "stop", now)
         elif params.max_tokens is not None and s.n_decoded >= params.max_tokens:
             self._finish(s, "length", now)
         elif len(s.tokens) + 1 >= s.n_ctx:  # llama-server: no room for the next token
             self._finish(s, "length", now)
 
+    def _probs_entry(self, tok: int, text: str, logprob: float,
+                     top: list[tuple[int, float]]) -> dict:
+        """A token's entry of llama-server's ``completion_probabilities``: the text sent with
+        it, its log-probability, and the top tokens with their pieces (``token`` shows a
+        piece's whole characters, ``bytes`` all its bytes)."""
+        def piece(t):
+            raw = self._pieces[t]
+            return raw[:complete_utf8(raw)].decode("utf-8", errors="replace"), list(raw)
+        top_entries = []
+        for t, lp in top:
+            shown, raw = piece(t)
+            top_entries.append({"id": t, "token": shown, "bytes": raw, "logprob": lp})
+        return {"id": tok, "token": text, "bytes": list(text.encode()), "logprob": logprob,
+                "top_logprobs": top_entries}
+
     def _finish(self, s: Slot, reason: str, now: float, error: str | None = None) -> None:
-        """Send the held-back text and the FinalEvent; free the slot (its cache kept if asked)."""
-        tail = s.flush_text()
+        """Send the held-back text and the FinalEvent; free the slot (its cache kept if asked).
+        The bytes of a character cut off at the end are not sent, as in llama-server."""
+        tail, partial = s.flush_text()
         if tail:
-            self._emit(s.handle, TokenEvent(tail, -1))
+            self._emit(s.handle, TokenEvent(tail, -1, None, s.n_decoded))
         req = s.request
         timings = s.timings(now)
-        if reason in ("stop", "length"):
-            self._metrics.on_finished(s.n_decoded, timings.predicted_ms / 1e3)
+        # llama-server counts every request's tokens when its slot is released, whatever ended it.
+        self._metrics.on_finished(s.n_decoded, timings.predicted_ms / 1e3,
+                                  completed=reason in ("stop", "length"))
         if not req.params.cache_prompt:
             self._clear_kv(s)
         if s in self._prefill_order:
             self._prefill_order.remove(s)
+        probs = s.probs
+        if s.stop_word and probs:  # llama-server's answer leaves out the stop string's tokens
+            n_stop = len(tokenize(self._vocab, s.stop_word, False, False))
+            probs = probs[:max(0, len(probs) - n_stop)]
         handle = s.handle
         final = FinalEvent(reason, usage(len(req.prompt), s.n_decoded), timings.as_dict(),
-                           error, s.completion())
+                           error, s.completion(), partial, s.stop_word, probs)
         s.free(now)
         self._emit(handle, final)
 

@@ -259,31 +259,21 @@ def eog_tokens(vocab) -> list[int]:
     return [t for t in range(n) if llama_cpp.llama_vocab_is_eog(vocab, t)]
 
 
-def apply_chat_template(model: LlamaModel, messages: list[dict],
-                        add_generation_prompt: bool = True) -> str:
-    """Format chat messages with the model's own template (llama_chat_apply_template).
-
-    llama.cpp recognises the common templates (ChatML, Llama 3, Gemma, ...) from
-    the template text stored in the GGUF; it does not run arbitrary Jinja.
-    """
+def chat_template(model: LlamaModel):
+    """The model's own chat template (:class:`labkit.engine.chat.ChatTemplate`), with the
+    texts of its BOS and EOS tokens, as llama-server reads them."""
+    from .chat import ChatTemplate
     tmpl = llama_cpp.llama_model_chat_template(model.ptr, None)
     if not tmpl:
         raise ValueError("this model has no chat template in its GGUF metadata")
-    keep = [(str(m["role"]).encode(), str(m.get("content") or "").encode()) for m in messages]
-    chat = (llama_cpp.llama_chat_message * len(keep))()
-    for i, (role, content) in enumerate(keep):
-        chat[i].role = role
-        chat[i].content = content
-    size = 2 * sum(len(r) + len(c) for r, c in keep) + 256
-    for _ in range(2):
-        buf = ctypes.create_string_buffer(size)
-        n = llama_cpp.llama_chat_apply_template(tmpl, chat, len(keep), add_generation_prompt, buf, size)
-        if n < 0:
-            raise ValueError("llama.cpp does not support this model's chat template")
-        if n <= size:
-            return buf.raw[:n].decode("utf-8", errors="replace")
-        size = n
-    raise RuntimeError("llama_chat_apply_template kept growing")
+    vocab, special = model.vocab, PieceTable(model.vocab, special=True)
+
+    def text(token: int) -> str:
+        return special[token].decode("utf-8", errors="replace") if token >= 0 else ""
+    return ChatTemplate(tmpl.decode("utf-8"), text(llama_cpp.llama_vocab_bos(vocab)),
+                        text(llama_cpp.llama_vocab_eos(vocab)),
+                        bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
+                        bool(llama_cpp.llama_vocab_get_add_eos(vocab)))
 
 
 # ----------------------------------------------------------------------------
@@ -338,9 +328,6 @@ class Batch:
             seq_ptrs[k][0] = seq
         self.n = i + n
 
-    def seq_of(self, i: int) -> int:
-        return self._seq[i][0]
-
     def view(self, start: int, n: int):
         """A llama_batch over entries [start, start + n) of this batch, for llama_decode."""
         if start == 0:
@@ -356,28 +343,6 @@ class Batch:
             n_seq_id=shift(raw.n_seq_id, 4),
             seq_id=shift(raw.seq_id, ctypes.sizeof(ctypes.c_void_p)),
             logits=shift(raw.logits, 1))
-
-    def compact(self, start: int, drop_seq: int) -> list[int]:
-        """Remove the entries of ``drop_seq`` from index ``start`` on, keeping order.
-
-        Returns ``new_index`` with new_index[i - start] the new place of old entry i
-        (-1 where dropped). Used only when a sequence must be failed mid-batch.
-        """
-        mapping, w = [], start
-        for i in range(start, self.n):
-            seq = self._seq[i][0]
-            if seq == drop_seq:
-                mapping.append(-1)
-                continue
-            if w != i:
-                self.token[w] = self.token[i]
-                self.pos[w] = self.pos[i]
-                self.logits[w] = self.logits[i]
-                self._seq[w][0] = seq
-            mapping.append(w)
-            w += 1
-        self.n = w
-        return mapping
 
     def close(self) -> None:
         if self.raw is not None:

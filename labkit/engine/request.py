@@ -30,6 +30,11 @@ class ContextExceeded(ValueError):
                          f"size ({n_ctx} tokens), try increasing it")
 
 
+# Every request in flight ends with this error when the unified KV pool runs out (llama-server's
+# words; its server answers HTTP 500 server_error).
+CONTEXT_EXCEEDED = "Context size has been exceeded."
+
+
 class QueueFull(RuntimeError):
     """max_queue requests already wait for a slot (the server answers 503)."""
 
@@ -40,12 +45,21 @@ class QueueFull(RuntimeError):
 
 @dataclass(slots=True)
 class TokenEvent:
-    """New text for the client. ``token`` is the sampled token id; -1 marks text
-    released at the end of generation that belongs to no new token (a held-back
-    possible stop-string prefix, or the last bytes of a character)."""
+    """New text for the client: one event per sampled token, as llama-server sends one
+    partial result per token, except that a token ending inside a character sends none
+    (the token that completes the character carries all of it). Its text may be empty:
+    an end-of-generation token, text held back as a possible stop-string prefix.
+    ``token`` is the sampled token id; -1 marks text released at the end of generation
+    that belongs to no new token (a held-back possible stop-string prefix). ``probs``
+    (with ``n_probs``) is the token's entry of llama-server's ``completion_probabilities``:
+    ``{"id", "token", "bytes", "logprob", "top_logprobs": [{"id", "token", "bytes",
+    "logprob"}, ...]}``, where ``token`` is the text this event carries. ``n_decoded``
+    counts the tokens generated so far, this one included."""
 
     text: str
     token: int
+    probs: dict | None = None
+    n_decoded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +106,20 @@ class FinalEvent:
     stop string), 'length' (max_tokens reached or the slot is full), 'error' (see
     ``error``) or 'cancelled'. ``usage`` is :func:`usage`'s dict and ``timings``
     :meth:`Timings.as_dict`'s (plain dicts, ready for JSON). ``text`` is the
-    whole completion."""
+    whole completion: every whole character generated. ``partial`` holds the bytes
+    of a character the generation ended in the middle of (max_tokens can cut one),
+    which no event carried. ``stop_word`` is the stop string that ended the text
+    ('' if none did). ``probs`` lists the TokenEvents' ``probs`` entries, less as many as
+    the stop string has tokens (llama-server's whole answer leaves those out)."""
 
     finish_reason: str
     usage: dict
     timings: dict
     error: str | None = None
     text: str = ""
+    partial: bytes = b""
+    stop_word: str = ""
+    probs: list[dict] = field(default_factory=list)
 
 
 Event = TokenEvent | FinalEvent

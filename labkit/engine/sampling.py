@@ -3,12 +3,15 @@
 Three small pieces, one per concern:
 
 - :class:`Sampler` wraps a llama.cpp sampler chain (``llama_sampler_chain_*``)
-  built from :class:`SamplingParams`, exactly as llama-server does per slot:
-  optional grammar first (so JSON mode can only produce valid JSON), then
-  top_k -> top_p -> min_p -> temperature -> a seeded random draw; at
-  temperature 0 it is plain greedy (argmax).
+  built from :class:`SamplingParams`, in llama-server's order: logit biases,
+  repetition penalties, then top_k -> top_p -> min_p -> temperature -> a
+  seeded random draw; at temperature 0 the last five are one greedy pick
+  (argmax). An optional grammar (JSON mode) only lets through tokens that keep
+  the output valid. :meth:`Sampler.probs` reads the probabilities of the
+  model's raw distribution (``n_probs``, OpenAI's ``logprobs``).
 - :class:`TextStream` joins the byte pieces of tokens and releases only whole
-  UTF-8 characters (an emoji can span several tokens).
+  UTF-8 characters (an emoji can span several tokens); the bytes of a
+  character cut off by the end of generation are never released.
 - :class:`StopMatcher` watches the released text for stop strings and holds back
   any tail that might still become one, so a client never sees half of "</s>".
 """
@@ -18,9 +21,13 @@ from __future__ import annotations
 import codecs
 import ctypes
 import json
+import math
 from dataclasses import dataclass, field
 
 import llama_cpp
+import numpy as np
+
+from .native import tokenize
 
 
 @dataclass
@@ -33,6 +40,15 @@ class SamplingParams:
     ``json_object=True`` are turned into GBNF with llama-cpp-python's
     converters. ``cache_prompt`` keeps the slot's KV after the request so a
     later prompt with the same prefix only computes the rest.
+
+    ``logit_bias`` adds a bias to a token's logit before sampling: pairs of a
+    token id (ids outside the vocabulary are skipped) or a text (each of its
+    tokens is biased) and the bias (``-inf`` bans it). The penalties look at the
+    last ``repeat_last_n`` tokens of the prompt and the answer: ``repeat_penalty``
+    divides a positive logit of a token seen there (multiplies a negative one),
+    ``frequency_penalty`` subtracts that much per time it was seen,
+    ``presence_penalty`` that much once. ``n_probs > 0`` reports, with every
+    token, its log-probability and the ``n_probs`` most likely tokens.
     """
 
     max_tokens: int | None = None
@@ -47,6 +63,19 @@ class SamplingParams:
     json_schema: dict | None = None
     json_object: bool = False
     ignore_eos: bool = False
+    logit_bias: list[tuple[int | str, float]] = field(default_factory=list)
+    repeat_last_n: int = 64
+    repeat_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    n_probs: int = 0
+
+    @property
+    def penalized(self) -> bool:
+        """Whether any repetition penalty is on (off, the sampler chain has no penalty stage)."""
+        return self.repeat_last_n != 0 and (self.repeat_penalty != 1.0 or
+                                            self.frequency_penalty != 0.0 or
+                                            self.presence_penalty != 0.0)
 
     def gbnf(self) -> str | None:
         """The grammar that constrains the output, or None."""
@@ -75,7 +104,8 @@ class Sampler:
         cp.no_perf = True
         self.ptr = llama_cpp.llama_sampler_chain_init(cp)
         self.grammar = None
-        self.n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+        self.params = params
+        self.n_vocab = n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
         add = lambda s: llama_cpp.llama_sampler_chain_add(self.ptr, s)  # noqa: E731
         grammar = params.gbnf()
         if grammar is not None:
@@ -83,15 +113,26 @@ class Sampler:
             if not self.grammar:
                 self.close()
                 raise ValueError("llama.cpp could not parse the grammar")
+            self._ids = np.arange(n_vocab, dtype=np.int32)
+            self._cur = np.zeros(n_vocab, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+            self._cur_arr = llama_cpp.llama_token_data_array(
+                data=ctypes.cast(self._cur.ctypes.data, ctypes.POINTER(llama_cpp.llama_token_data)),
+                size=n_vocab, selected=-1, sorted=False)
             self._one = (llama_cpp.llama_token_data * 1)()
             self._one_arr = llama_cpp.llama_token_data_array(
                 data=self._one, size=1, selected=-1, sorted=False)
-            self._all = None
-        if params.ignore_eos and eog:
-            bias = (llama_cpp.llama_logit_bias * len(eog))()
-            for i, t in enumerate(eog):
-                bias[i].token, bias[i].bias = t, float("-inf")
-            add(llama_cpp.llama_sampler_init_logit_bias(self.n_vocab, len(eog), bias))
+        biases = self._biases(vocab, params.logit_bias)
+        if params.ignore_eos:
+            biases += [(t, float("-inf")) for t in eog]
+        if biases:
+            arr = (llama_cpp.llama_logit_bias * len(biases))()
+            for i, (t, b) in enumerate(biases):
+                arr[i].token, arr[i].bias = t, b
+            add(llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(biases), arr))
+        if params.penalized:
+            add(llama_cpp.llama_sampler_init_penalties(
+                n_vocab, params.repeat_last_n, params.repeat_penalty, params.frequency_penalty,
+                params.presence_penalty))
         if params.temperature <= 0:
             add(llama_cpp.llama_sampler_init_greedy())
         else:
@@ -106,35 +147,68 @@ class Sampler:
             add(llama_cpp.llama_sampler_init_dist(seed))
         self._sample = llama_cpp.llama_sampler_sample
 
+    def _biases(self, vocab, logit_bias) -> list[tuple[int, float]]:
+        """(token id, bias) pairs, as llama-server reads them: ids outside the vocabulary are
+        skipped; a text biases each of its tokens."""
+        out = []
+        for key, bias in logit_bias:
+            if isinstance(key, str):
+                out += [(t, bias) for t in tokenize(vocab, key, False, False)]
+            elif 0 <= key < self.n_vocab:
+                out.append((key, bias))
+        return out
+
+    def accept_prompt(self, prompt: list[int]) -> None:
+        """Let the penalties see the prompt, as llama-server does: its last
+        ``repeat_last_n`` tokens count as already said."""
+        if self.params.penalized:
+            for tok in prompt[-self.params.repeat_last_n:]:
+                llama_cpp.llama_sampler_accept(self.ptr, tok)
+
     def sample(self, ctx, idx: int) -> int:
         """Pick (and accept) the next token from output ``idx`` of the last decode."""
-        tok = self._sample(self.ptr, ctx, idx)
         if self.grammar is None:
-            return tok
+            return self._sample(self.ptr, ctx, idx)   # applies the chain, accepts the token
+        tok = self._pick(ctx, idx, with_grammar=False)
         one = self._one[0]
         one.id, one.logit, one.p = tok, 1.0, 0.0
         self._one_arr.size, self._one_arr.selected = 1, -1
         llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._one_arr))
         if one.logit == float("-inf"):
-            tok = self._sample_with_grammar(ctx, idx)
+            tok = self._pick(ctx, idx, with_grammar=True)
         llama_cpp.llama_sampler_accept(self.grammar, tok)
+        llama_cpp.llama_sampler_accept(self.ptr, tok)
         return tok
 
-    def _sample_with_grammar(self, ctx, idx: int) -> int:
-        import numpy as np
-        if self._all is None:
-            self._all = np.zeros(self.n_vocab, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
-        data = self._all
-        logits = llama_cpp.llama_get_logits_ith(ctx, idx)
-        data["id"] = np.arange(self.n_vocab, dtype=np.int32)
-        data["logit"] = np.ctypeslib.as_array(logits, shape=(self.n_vocab,))
-        data["p"] = 0.0
-        cur = llama_cpp.llama_token_data_array(
-            data=ctypes.cast(data.ctypes.data, ctypes.POINTER(llama_cpp.llama_token_data)),
-            size=self.n_vocab, selected=-1, sorted=False)
-        llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(cur))
-        llama_cpp.llama_sampler_apply(self.ptr, ctypes.byref(cur))
-        return cur.data[cur.selected].id
+    def _pick(self, ctx, idx: int, with_grammar: bool) -> int:
+        """Run the chain (after the grammar, if asked) over the logits; accept nothing."""
+        cur, arr = self._cur, self._cur_arr
+        cur["id"] = self._ids
+        cur["logit"] = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, idx),
+                                             shape=(self.n_vocab,))
+        cur["p"] = 0.0
+        arr.size, arr.selected, arr.sorted = self.n_vocab, -1, False
+        if with_grammar:
+            llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(arr))
+        llama_cpp.llama_sampler_apply(self.ptr, ctypes.byref(arr))
+        return arr.data[arr.selected].id
+
+    def probs(self, ctx, idx: int, tok: int) -> tuple[float, list[tuple[int, float]]]:
+        """The log-probability of ``tok`` and the ``n_probs`` most likely tokens with theirs,
+        in the model's raw distribution at output ``idx`` (a softmax over every logit, before
+        biases, penalties or temperature), as llama-server reports them."""
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, idx),
+                                       shape=(self.n_vocab,))
+        top_logit = float(logits.max())
+        log_total = top_logit + math.log(float(np.exp(logits - top_logit).sum(dtype=np.float64)))
+        n = min(self.params.n_probs, self.n_vocab)
+        if n == 1:
+            top = [int(logits.argmax())]
+        else:
+            top = np.argpartition(logits, -n)[-n:]
+            top = top[np.argsort(-logits[top], kind="stable")]
+        return (float(logits[tok]) - log_total,
+                [(int(t), float(logits[t]) - log_total) for t in top])
 
     def close(self) -> None:
         if self.ptr:
@@ -145,8 +219,23 @@ class Sampler:
             self.grammar = None
 
 
+def complete_utf8(raw: bytes) -> int:
+    """How many leading bytes of ``raw`` hold no character cut off at the end (llama-server's
+    validate_utf8: only the last character is checked)."""
+    for back in range(1, min(4, len(raw)) + 1):
+        c = raw[-back]
+        need = 2 if c & 0xE0 == 0xC0 else 3 if c & 0xF0 == 0xE0 else 4 if c & 0xF8 == 0xF0 else 0
+        if need and back < need:
+            return len(raw) - back
+    return len(raw)
+
+
 class TextStream:
-    """Bytes of token pieces in, whole UTF-8 characters out."""
+    """Bytes of token pieces in, whole UTF-8 characters out.
+
+    :attr:`pending` says whether bytes of an unfinished character are held;
+    :meth:`flush` hands them back at the end, to be dropped, never shown.
+    """
 
     def __init__(self):
         self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -154,8 +243,15 @@ class TextStream:
     def push(self, piece: bytes) -> str:
         return self._dec.decode(piece)
 
-    def flush(self) -> str:
-        return self._dec.decode(b"", final=True)
+    @property
+    def pending(self) -> bool:
+        return bool(self._dec.getstate()[0])
+
+    def flush(self) -> bytes:
+        """The bytes of a character the generation ended in the middle of (usually none)."""
+        held = self._dec.getstate()[0]
+        self._dec.reset()
+        return held
 
 
 class StopMatcher:
@@ -163,14 +259,15 @@ class StopMatcher:
 
     ``push(text)`` returns ``(release, stopped)``: the text that is now safe to
     send, and whether a stop string was found (the stop string itself and
-    anything after it are never released). ``flush()`` releases the held tail
-    when generation ends for another reason.
+    anything after it are never released; :attr:`matched` is the one found).
+    ``flush()`` releases the held tail when generation ends for another reason.
     """
 
     def __init__(self, stops: list[str]):
         self.stops = [s for s in stops if s]
         self.longest = max((len(s) for s in self.stops), default=0)
         self.held = ""
+        self.matched = ""
 
     def push(self, text: str) -> tuple[str, bool]:
         if not self.stops:
@@ -180,7 +277,7 @@ class StopMatcher:
         for s in self.stops:
             pos = buf.find(s)
             if pos >= 0 and (first < 0 or pos < first):
-                first = pos
+                first, self.matched = pos, s
         if first >= 0:
             self.held = ""
             return buf[:first], True

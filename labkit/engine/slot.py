@@ -48,6 +48,7 @@ class Slot:
     text: TextStream | None = None  # None after a stop string: nothing more is sent
     stop: StopMatcher | None = None
     parts: list[str] = field(default_factory=list)    # released completion text
+    probs: list[dict] = field(default_factory=list)   # token probabilities, when asked
     sampled: int = -1               # last sampled token, fed back next step
     i_batch: int = -1               # where this slot's logits sit in the batch
     n_decoded: int = 0              # completion tokens sampled so far
@@ -101,7 +102,7 @@ class Slot:
         self.state = IDLE
         self.t_last_used = now
         self.request = self.handle = self.sampler = self.text = self.stop = None
-        self.parts = []
+        self.parts, self.probs = [], []
         self.sampled = self.i_batch = -1
         self.n_decoded = self.n_cached = self.n_prompt_done = self.reserved = 0
 
@@ -119,16 +120,24 @@ class Slot:
             self.text = None  # nothing after a stop string is ever sent
         return text, hit
 
-    def flush_text(self) -> str:
-        """The text held back until the end (a partial character, a possible stop prefix)."""
-        tail = self.text.flush() if self.text is not None else ""
-        if self.stop is not None:
-            tail, hit = self.stop.push(tail)
-            if not hit:
-                tail += self.stop.flush()
+    @property
+    def text_pending(self) -> bool:
+        """Whether the last token ended in the middle of a character (its text waits)."""
+        return self.text is not None and self.text.pending
+
+    def flush_text(self) -> tuple[str, bytes]:
+        """At the end: the text held back as a possible stop-string prefix (now released),
+        and the bytes of a character the generation ended in the middle of (never released)."""
+        partial = self.text.flush() if self.text is not None else b""
+        tail = self.stop.flush() if self.stop is not None else ""
         if tail:
             self.parts.append(tail)
-        return tail
+        return tail, partial
+
+    @property
+    def stop_word(self) -> str:
+        """The stop string that ended the text ('' if none did)."""
+        return self.stop.matched if self.stop is not None else ""
 
     def completion(self) -> str:
         """All the text sent for this request so far."""

@@ -97,10 +97,13 @@ class Metrics:
         self.prompt_tokens_total += n_tokens
         self.prompt_seconds_total += seconds
 
-    def on_finished(self, n_predicted: int, seconds: float) -> None:
+    def on_finished(self, n_predicted: int, seconds: float, completed: bool = True) -> None:
+        """A request left its slot. Its tokens count whatever ended it (a cancelled or failed
+        request's too, as in llama-server); ``requests_finished_total`` counts the requests
+        that ran to their end (stop or length)."""
         self.tokens_predicted_total += n_predicted
         self.tokens_predicted_seconds_total += seconds
-        self.requests_finished_total += 1
+        self.requests_finished_total += completed
 
     def snapshot(self, requests_processing: int, requests_deferred: int) -> dict:
         def rate(n, s):
