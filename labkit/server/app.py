@@ -11,12 +11,23 @@ client work unchanged):
 The engine runs on its own thread; each request's events cross into asyncio
 with ``loop.call_soon_threadsafe``. The model loads in the background, and
 until it has, /health answers 503 as llama-server's does.
+
+The event loop serves every client, so nothing slow runs on it: parsing a
+body, applying the chat template, tokenizing, detokenizing and serializing a
+big answer all run on worker threads (:func:`off_loop`), and a 7 MB request
+does not pause other clients' streams (benchmarks/event_loop_stall.py).
+
+Every error is llama-server's JSON, ``{"error": {"code", "message", "type"}}``:
+a refused request, an unknown route (404 ``not_found_error``), a missing API
+key (401, on every route but /health, as in llama-server), and any
+unexpected exception (500 ``server_error``, its traceback in the log).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import logging
 import threading
@@ -24,12 +35,16 @@ import time
 import uuid
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..engine import ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull
+from ..engine.chat import prefill
+from . import fields
 from .validate import MAX_BODY_BYTES, ApiError, chat_request, parse_json_body, prompt_field, sampling_params
 
 log = logging.getLogger("labkit.server")
@@ -40,15 +55,19 @@ METRIC_HELP = {
     "tokens_predicted_total": ("counter", "Number of generation tokens processed."),
     "tokens_predicted_seconds_total": ("counter", "Predict process time."),
     "n_decode_total": ("counter", "Total number of llama_decode() calls."),
-    "n_busy_slots_per_decode": ("counter", "Average number of busy slots per llama_decode() call."),
+    "n_busy_slots_per_decode": ("gauge", "Average number of busy slots per llama_decode() call."),
     "prompt_tokens_seconds": ("gauge", "Average prompt throughput in tokens/s."),
     "predicted_tokens_seconds": ("gauge", "Average generation throughput in tokens/s."),
     "requests_processing": ("gauge", "Number of requests processing."),
     "requests_deferred": ("gauge", "Number of requests deferred."),
 }
 
-# Routes that answer without an API key, as in llama-server.
-PUBLIC = {"/health", "/v1/health", "/models", "/v1/models"}
+# Routes that answer without an API key, as in llama-server (which asks for the key on
+# every other path, known or not, before it looks the path up).
+PUBLIC = {"/health", "/v1/health"}
+
+# Runs a blocking function on a worker thread and awaits its result: the event loop stays free.
+off_loop = run_in_threadpool
 
 
 class ServerState:
@@ -66,6 +85,9 @@ class ServerState:
         self._close_lock = threading.Lock()
 
     def load(self) -> None:
+        llama_lines = _LineCollector()
+        llama_log = logging.getLogger("labkit.engine.llama")
+        llama_log.addHandler(llama_lines)
         try:
             self.engine = Engine(self.config)
             import llama_cpp
@@ -73,8 +95,12 @@ class ServerState:
             log.info("model loaded: %s", self.config.model_path)
         except Exception as exc:
             self.load_error = f"{type(exc).__name__}: {exc}"
+            cause = llama_lines.first_error()
+            if cause:
+                self.load_error += f" (llama.cpp: {cause})"
             log.error("failed to load the model: %s", self.load_error)
         finally:
+            llama_log.removeHandler(llama_lines)
             self.loaded.set()
 
     def close(self) -> None:
@@ -87,8 +113,53 @@ class ServerState:
                 log.info("engine stopped")
 
 
+class _LineCollector(logging.Handler):
+    """Keeps the lines llama.cpp logs while the model loads, to name the cause of a failure."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def first_error(self) -> str | None:
+        """llama.cpp's first line that reports an error: the cause (later ones are its
+        consequences, such as "failed to load model")."""
+        words = ("error", "failed", "invalid", "must be", "not within")
+        return next((ln.strip() for ln in self.lines if any(w in ln.lower() for w in words)),
+                    None)
+
+
 def _error(exc: ApiError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status)
+
+
+def _unexpected(request: Request, exc: Exception) -> ApiError:
+    """An exception nothing expected: log its traceback; llama-server's 500 ``server_error``."""
+    log.error("unexpected error on %s %s", request.method, request.url.path,
+              exc_info=(type(exc), exc, exc.__traceback__))
+    return ApiError(500, f"internal server error: {type(exc).__name__}: {exc}", "server_error")
+
+
+class RequireApiKey:
+    """ASGI middleware: every path but :data:`PUBLIC` needs ``Authorization: Bearer KEY`` (or
+    ``X-Api-Key: KEY``), as in llama-server, which checks the key before routing."""
+
+    def __init__(self, app, api_key: str):
+        self.app, self.api_key = app, api_key
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"] not in PUBLIC:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in scope.get("headers", [])}
+            auth = headers.get("authorization", "")
+            key = auth[7:] if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+            if key != self.api_key:
+                response = _error(ApiError(401, "Invalid API Key", "authentication_error"))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(state: ServerState, load_in_background: bool = True) -> Starlette:
@@ -103,22 +174,20 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         return state.engine
 
     def route(handler):
-        """Wrap a handler: API key, readiness, ApiError -> JSON error response."""
+        """Wrap a handler: ApiError -> its JSON error; any other exception -> JSON 500."""
         async def endpoint(request: Request):
             try:
-                if state.api_key and request.url.path not in PUBLIC:
-                    auth = request.headers.get("authorization", "")
-                    key = auth[7:] if auth.lower().startswith("bearer ") else \
-                        request.headers.get("x-api-key", "")
-                    if key != state.api_key:
-                        raise ApiError(401, "Invalid API Key", "authentication_error")
                 return await handler(request)
             except ApiError as exc:
                 return _error(exc)
+            except HTTPException:   # Starlette's own: answered by http_error below
+                raise
+            except Exception as exc:
+                return _error(_unexpected(request, exc))
         return endpoint
 
     async def body_of(request: Request) -> dict:
-        return parse_json_body(await request.body())
+        return await off_loop(parse_json_body, await read_body(request))
 
     # ---------------------------------------------------------------- plain GETs
 
@@ -179,9 +248,12 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
             since = int(request.query_params.get("since", 0))
         except ValueError:
             raise ApiError(400, "'since' must be an integer step number") from None
-        df = eng.trace_df() if kind == "steps" else eng.slot_trace_df()
-        df = df[df["step"] >= since]
-        return Response(df.to_json(orient="records"), media_type="application/json")
+
+        def rows() -> Response:
+            df = eng.trace_df() if kind == "steps" else eng.slot_trace_df()
+            df = df[df["step"] >= since]
+            return Response(df.to_json(orient="records"), media_type="application/json")
+        return await off_loop(rows)
 
     # ---------------------------------------------------------------- tokens
 
@@ -193,11 +265,15 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         add_special = body.get("add_special", False)
         if not isinstance(add_special, bool):
             raise ApiError(400, "'add_special' must be true or false")
-        tokens = eng.tokenize(content, add_special=add_special, parse_special=True)
-        if body.get("with_pieces"):
-            return JSONResponse({"tokens": [{"id": t, "piece": eng.detokenize([t])}
-                                            for t in tokens]})
-        return JSONResponse({"tokens": tokens})
+
+        def answer() -> JSONResponse:   # a JSONResponse serializes when it is made
+            tokens = eng.tokenize(content, add_special=add_special, parse_special=True)
+            if body.get("with_pieces"):
+                vocab = eng.model.vocab
+                return JSONResponse({"tokens": [{"id": t, "piece": _piece(vocab, t)}
+                                                for t in tokens]})
+            return JSONResponse({"tokens": tokens})
+        return await off_loop(answer)
 
     async def detokenize(request):
         eng, body = ready(), await body_of(request)
@@ -206,12 +282,19 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                                                    for t in tokens):
             raise ApiError(400, "'tokens' must be a list of token ids")
         _check_tokens(tokens)
-        return JSONResponse({"content": eng.detokenize(tokens)})
+        return await off_loop(lambda: JSONResponse({"content": eng.detokenize(tokens)}))
 
     async def apply_template(request):
         eng, body = ready(), await body_of(request)
         req = chat_request({"messages": body.get("messages")})
-        return JSONResponse({"prompt": eng.apply_template(req.messages)})
+        return await off_loop(lambda: JSONResponse({"prompt": render(eng, req.messages)}))
+
+    def render(eng: Engine, messages: list[dict]) -> str:
+        """The prompt for chat messages; a conversation the template refuses is a 400."""
+        try:
+            return eng.apply_template(messages)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
 
     def _check_tokens(tokens):
         bad = [t for t in tokens if not 0 <= t < state.n_vocab]
@@ -221,157 +304,269 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
 
     # ---------------------------------------------------------------- generation
 
-    def submit(eng: Engine, tokens: list[int], params, loop) -> tuple:
-        """Start a request on the engine; its events arrive on an asyncio queue."""
+    def submit(eng: Engine, prompts: list[list[int]], params, n: int, loop,
+               streamed: bool) -> tuple[list, asyncio.Queue]:
+        """Start ``n`` requests (choices) per prompt, choice k seeded ``seed + k`` as in
+        llama-server; their events arrive on one asyncio queue as ``(index, event)``, index
+        ``prompt * n + k``: every event of a streamed answer, the final one of a plain one."""
         q: asyncio.Queue = asyncio.Queue()
 
-        def on_event(ev):
-            try:
-                loop.call_soon_threadsafe(q.put_nowait, ev)
-            except RuntimeError:  # the event loop closed while we were generating
-                pass
+        def forward(index):
+            def on_event(ev):
+                if streamed or type(ev) is FinalEvent:
+                    try:
+                        loop.call_soon_threadsafe(q.put_nowait, (index, ev))
+                    except RuntimeError:  # the event loop closed while we were generating
+                        pass
+            return on_event
+        handles = []
         try:
-            handle = eng.submit(tokens, params, on_event=on_event)
-        except ContextExceeded as exc:
-            raise ApiError(400, str(exc), "exceed_context_size_error",
-                           n_prompt_tokens=exc.n_prompt_tokens, n_ctx=exc.n_ctx) from None
-        except QueueFull as exc:
-            raise ApiError(503, str(exc), "unavailable_error") from None
-        except ValueError as exc:  # empty prompt, a grammar llama.cpp rejects
-            raise ApiError(400, str(exc)) from None
-        return handle, q
+            for tokens in prompts:
+                for k in range(n):
+                    handles.append(eng.submit(tokens, fields.choice_params(params, k),
+                                              on_event=forward(len(handles))))
+        except (ContextExceeded, QueueFull, ValueError) as exc:
+            for h in handles:
+                h.cancel()
+            if isinstance(exc, ContextExceeded):
+                raise ApiError(400, str(exc), "exceed_context_size_error",
+                               n_prompt_tokens=exc.n_prompt_tokens, n_ctx=exc.n_ctx) from None
+            if isinstance(exc, QueueFull):
+                raise ApiError(503, str(exc), "unavailable_error") from None
+            raise ApiError(400, str(exc)) from None   # empty prompt, a grammar llama.cpp rejects
+        return handles, q
 
-    async def collect(request: Request, handle, q) -> tuple[str, FinalEvent]:
-        """Wait for the final event; cancel the request if the client goes away."""
-        while True:
-            try:
-                ev = await asyncio.wait_for(q.get(), timeout=0.5)
-            except asyncio.TimeoutError:
-                if await request.is_disconnected():
-                    handle.cancel()
-                    raise ApiError(499, "client disconnected") from None
-                continue
-            if isinstance(ev, FinalEvent):
-                return ev.text, ev
+    async def client_left(request: Request) -> None:
+        """Returns when the client closes its connection (the server's next receive says so)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
 
-    def final_error(ev: FinalEvent) -> ApiError | None:
-        if ev.finish_reason == "error":
-            return ApiError(500, ev.error or "generation failed", "server_error")
-        if ev.finish_reason == "cancelled":
-            return ApiError(503, ev.error or "the request was cancelled", "unavailable_error")
+    async def collect(request: Request, handles, q) -> list[FinalEvent]:
+        """Every answer's final event, in order; if the client goes away first, cancel them
+        all (their slots free at the engine's next step)."""
+        finals: list = [None] * len(handles)
+        left = asyncio.ensure_future(client_left(request))
+        try:
+            for _ in handles:
+                got = asyncio.ensure_future(q.get())
+                await asyncio.wait({got, left}, return_when=asyncio.FIRST_COMPLETED)
+                if not got.done():
+                    got.cancel()
+                    for h in handles:
+                        h.cancel()
+                    raise ApiError(499, "client disconnected")
+                index, ev = got.result()
+                finals[index] = ev
+        finally:
+            left.cancel()
+        return finals
+
+    def final_error(finals: list[FinalEvent]) -> ApiError | None:
+        for ev in finals:
+            if ev.finish_reason == "error":
+                return ApiError(500, ev.error or "generation failed", "server_error")
+            if ev.finish_reason == "cancelled":
+                return ApiError(503, ev.error or "the request was cancelled",
+                                "unavailable_error")
         return None
 
-    def stream(request: Request, handle, q, first, piece_chunk, final_chunks):
-        """An SSE response: optional first chunk, one chunk per text piece, final chunks."""
+    def stream(request: Request, handles, q, first, piece_chunk, final_chunks, end_chunks,
+               done_marker=True):
+        """An SSE response: for each answer (index), ``first(index)`` with the event of its
+        first token (none when that token ends inside a character, as in llama-server),
+        ``piece_chunk(index, event)`` per token (None: nothing to send), ``final_chunks(index,
+        final)`` at its end; ``end_chunks(finals)`` once all have ended, then ``data: [DONE]``
+        (the OpenAI-style routes; llama-server's native /completion ends with its final
+        chunk). An error ends the stream with its error chunk, as in llama-server."""
         async def events():
-            done = False
+            finished = False
+            finals = [None] * len(handles)
             try:
-                if first is not None:
-                    yield _sse(first)
-                while True:
-                    ev = await q.get()
+                while not finished:
+                    index, ev = await q.get()
                     if isinstance(ev, FinalEvent):
-                        done = True
-                        err = final_error(ev)
+                        err = final_error([ev])
                         if err is not None:
+                            finished = True
+                            for h in handles:
+                                h.cancel()
                             yield _sse(err.body())
-                        else:
-                            for chunk in final_chunks(ev):
-                                yield _sse(chunk)
-                        yield b"data: [DONE]\n\n"
-                        return
-                    if ev.text:
-                        yield _sse(piece_chunk(ev.text))
+                            return
+                        finals[index] = ev
+                        for chunk in final_chunks(index, ev):
+                            yield _sse(chunk)
+                        finished = all(f is not None for f in finals)
+                        continue
+                    if ev.n_decoded == 1 and ev.token >= 0:
+                        opening = first(index)
+                        if opening is not None:
+                            yield _sse(opening)
+                    chunk = piece_chunk(index, ev)
+                    if chunk is not None:
+                        yield _sse(chunk)
+                for chunk in end_chunks(finals):
+                    yield _sse(chunk)
+                if done_marker:
+                    yield b"data: [DONE]\n\n"
+            except Exception as exc:   # the status is sent already: end with an error chunk
+                finished = True
+                for h in handles:
+                    h.cancel()
+                yield _sse(_unexpected(request, exc).body())
             finally:
-                if not done:  # the client went away mid-stream: free the slot
-                    handle.cancel()
+                if not finished:  # the client went away mid-stream: free the slots
+                    for h in handles:
+                        h.cancel()
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
+    def choices_of(body: dict, eng: Engine) -> int:
+        try:
+            return fields.n_choices(body, eng.facts["n_slots"])
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def whole_text(ev: FinalEvent) -> str:
+        """A plain answer's text as llama-server gives it: a character cut off at the end
+        shows as U+FFFD."""
+        return ev.text + ev.partial.decode("utf-8", errors="replace")
+
     async def chat_completions(request):
-        eng, body = ready(), await body_of(request)
-        # Like llama-server serving one model, any model name is answered by that model:
-        # clients that hard-code a name (or forget --alias) still work.
-        req = chat_request(body)
-        prompt = eng.apply_template(req.messages)
-        tokens = eng.tokenize(prompt, add_special=True, parse_special=True)
+        eng, raw = ready(), await read_body(request)
         loop = asyncio.get_running_loop()
-        handle, q = submit(eng, tokens, req.params, loop)
+
+        def prepare():
+            # Like llama-server serving one model, any model name is answered by that model:
+            # clients that hard-code a name (or forget --alias) still work.
+            body = parse_json_body(raw)
+            req, n = chat_request(body), choices_of(body, eng)
+            prompt = render(eng, req.messages)
+            tokens = eng.tokenize(prompt, add_special=True, parse_special=True)
+            return (req, *submit(eng, [tokens], req.params, n, loop, req.stream))
+        req, handles, q = await off_loop(prepare)
         cid, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         base = {"id": cid, "created": created, "model": state.alias}
         if req.stream:
-            def piece(text):
+            def first(index):
                 return {**base, "object": "chat.completion.chunk", "choices": [
-                    {"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+                    {"index": index, "delta": {"role": "assistant", "content": None},
+                     "finish_reason": None}]}
 
-            def final(ev):
+            def piece(index, ev):
+                if not ev.text:
+                    return None
+                choice = {"index": index, "delta": {"content": ev.text}, "finish_reason": None}
+                if ev.probs is not None:
+                    choice["logprobs"] = {"content": [ev.probs]}
+                return {**base, "object": "chat.completion.chunk", "choices": [choice]}
+
+            def final(index, ev):
                 yield {**base, "object": "chat.completion.chunk", "choices": [
-                    {"index": 0, "delta": {}, "finish_reason": ev.finish_reason}],
+                    {"index": index, "delta": {}, "finish_reason": ev.finish_reason}],
                     "timings": ev.timings}
+
+            def end(finals):
                 if req.include_usage:
                     yield {**base, "object": "chat.completion.chunk", "choices": [],
-                           "usage": ev.usage, "timings": ev.timings}
-            first = {**base, "object": "chat.completion.chunk", "choices": [
-                {"index": 0, "delta": {"role": "assistant", "content": None},
-                 "finish_reason": None}]}
-            return stream(request, handle, q, first, piece, final)
-        text, ev = await collect(request, handle, q)
-        err = final_error(ev)
+                           "usage": finals[0].usage, "timings": finals[0].timings}
+            return stream(request, handles, q, first, piece, final, end)
+        finals = await collect(request, handles, q)
+        err = final_error(finals)
         if err is not None:
             raise err
-        return JSONResponse({**base, "object": "chat.completion", "choices": [{
-            "index": 0, "message": {"role": "assistant", "content": text},
-            "finish_reason": ev.finish_reason}], "usage": ev.usage, "timings": ev.timings})
+        choices = []
+        start = prefill(req.messages)
+        for index, ev in enumerate(finals):
+            # llama-server's whole chat answer starts with the prefilled assistant text, and
+            # drops a character cut off at the end unless that is all there is.
+            content = start + (ev.text or whole_text(ev))
+            choice = {"index": index, "message": {"role": "assistant", "content": content},
+                      "finish_reason": ev.finish_reason}
+            if ev.probs:
+                choice["logprobs"] = {"content": ev.probs}
+            choices.append(choice)
+        return JSONResponse({**base, "object": "chat.completion", "choices": choices,
+                             "usage": finals[0].usage, "timings": finals[0].timings})
 
     async def completion(request):
         """llama-server's native /completion (and the OpenAI-style /v1/completions)."""
-        eng, body = ready(), await body_of(request)
+        eng, raw = ready(), await read_body(request)
         openai_style = request.url.path == "/v1/completions"
-        prompt = prompt_field(body)
-        params = sampling_params(body)
-        stream_ = body.get("stream", False)
-        if not isinstance(stream_, bool):
-            raise ApiError(400, "'stream' must be true or false")
-        if isinstance(prompt, str):
-            tokens = eng.tokenize(prompt, add_special=True, parse_special=True)
-        else:
-            _check_tokens(prompt)
-            tokens = prompt
         loop = asyncio.get_running_loop()
-        handle, q = submit(eng, tokens, params, loop)
+
+        def prepare():
+            body = parse_json_body(raw)
+            try:
+                prompts = fields.completion_prompts(body, prompt_field)
+            except ValueError as exc:
+                raise ApiError(400, str(exc)) from None
+            params, n = sampling_params(body), choices_of(body, eng)
+            stream_ = body.get("stream", False)
+            if not isinstance(stream_, bool):
+                raise ApiError(400, "'stream' must be true or false")
+            token_lists, texts = [], []
+            for prompt in prompts:
+                tokens = fields.prompt_tokens(prompt, lambda text, special: eng.tokenize(
+                    text, add_special=special, parse_special=True))
+                _check_tokens(tokens)
+                token_lists.append(tokens)
+                texts.append(prompt if isinstance(prompt, str) else eng.detokenize(tokens))
+            # choice k of prompt p has index p * n + k, and that prompt's text
+            texts = [t for t in texts for _ in range(n)]
+            return (texts, stream_, *submit(eng, token_lists, params, n, loop, stream_))
+        texts, stream_, handles, q = await off_loop(prepare)
         cid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
 
-        def native(text, ev=None):
-            d = {"content": text, "stop": ev is not None, "id_slot": -1, "model": state.alias}
+        def native(index, text, ev=None, probs=None):
+            d = {"index": index, "content": text, "tokens": [], "stop": ev is not None,
+                 "id_slot": -1, "model": state.alias}
             if ev is not None:
                 d.update(tokens_predicted=ev.usage.get("completion_tokens", 0),
                          tokens_evaluated=ev.usage.get("prompt_tokens", 0),
-                         stop_type={"stop": "eos", "length": "limit"}.get(ev.finish_reason,
-                                                                          ev.finish_reason),
-                         truncated=False, timings=ev.timings)
+                         prompt=texts[index], has_new_line="\n" in ev.text,
+                         stop_type="word" if ev.stop_word else {
+                             "stop": "eos", "length": "limit"}.get(ev.finish_reason,
+                                                                   ev.finish_reason),
+                         stopping_word=ev.stop_word, truncated=False, timings=ev.timings)
+            if probs:
+                d["completion_probabilities"] = probs
             return d
 
-        def oai(text, ev=None):
+        def oai(index, text, ev=None, probs=None):
             d = {"id": cid, "object": "text_completion", "created": created,
                  "model": state.alias, "choices": [{
-                     "index": 0, "text": text,
+                     "index": index, "text": text,
+                     "logprobs": {"content": probs} if probs else None,
                      "finish_reason": ev.finish_reason if ev is not None else None}]}
             if ev is not None:
                 d.update(usage=ev.usage, timings=ev.timings)
             return d
         shape = oai if openai_style else native
         if stream_:
-            return stream(request, handle, q, None, shape,
-                          lambda ev: [shape("", ev)])
-        text, ev = await collect(request, handle, q)
-        err = final_error(ev)
+            def piece(index, ev):   # the native route sends every token's chunk, even empty
+                if ev.text or not openai_style:
+                    return shape(index, ev.text, probs=[ev.probs] if ev.probs else None)
+                return None
+            return stream(request, handles, q, lambda index: None, piece,
+                          lambda index, ev: [shape(index, "", ev)], lambda finals: [],
+                          done_marker=openai_style)
+        finals = await collect(request, handles, q)
+        err = final_error(finals)
         if err is not None:
             raise err
-        return JSONResponse(shape(text, ev))
+        answers = [shape(i, whole_text(ev), ev, ev.probs) for i, ev in enumerate(finals)]
+        if openai_style:
+            return JSONResponse({**answers[0], "choices": [a["choices"][0] for a in answers]})
+        return JSONResponse(answers[0] if len(answers) == 1 else answers)
+
+    async def change_props(request):
+        raise ApiError(501, "This server does not support changing global properties",
+                       "not_supported_error")
 
     routes = [
         Route("/health", route(health)), Route("/v1/health", route(health)),
-        Route("/props", route(props)), Route("/slots", route(slots)),
+        Route("/props", route(props)), Route("/props", route(change_props), methods=["POST"]),
+        Route("/slots", route(slots)),
         Route("/metrics", route(metrics)), Route("/v1/models", route(models)),
         Route("/models", route(models)), Route("/trace", route(trace)),
         Route("/tokenize", route(tokenize), methods=["POST"]),
@@ -396,11 +591,46 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
     if not load_in_background:
         state.load()
     async def http_error(request, exc: HTTPException):
+        # llama-server routes by method and path: a known path with another method is unknown.
+        if exc.status_code in (404, 405):
+            return _error(ApiError(404, "File Not Found", "not_found_error"))
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return _error(ApiError(exc.status_code, str(exc.detail), kind))
 
-    return Starlette(routes=routes, lifespan=lifespan, max_body_size=MAX_BODY_BYTES,
-                     exception_handlers={HTTPException: http_error})
+    async def unexpected(request, exc: Exception):   # outside any route: a last resort
+        return _error(_unexpected(request, exc))
+
+    middleware = [Middleware(RequireApiKey, api_key=state.api_key)] if state.api_key else []
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
+                     exception_handlers={HTTPException: http_error, Exception: unexpected})
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed MAX_BODY_BYTES."""
+    declared = request.headers.get("content-length", "")
+    too_big = ApiError(413, f"request body is over {MAX_BODY_BYTES} bytes, the limit")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _piece(vocab, token: int) -> str | list[int]:
+    """A token's text as llama-server's /tokenize shows it: special tokens written out, and
+    the raw bytes (a list of ints) when the piece alone is not valid UTF-8."""
+    import llama_cpp
+    buf = ctypes.create_string_buffer(256)
+    n = llama_cpp.llama_token_to_piece(vocab, token, buf, len(buf), 0, True)
+    raw = buf.raw[:max(n, 0)]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return list(raw)
 
 
 def _sse(obj) -> bytes:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ..engine import SamplingParams
+from . import fields
 
 # A request body larger than this is refused with 413 before it is parsed.
 MAX_BODY_BYTES = 8 * 2**20
@@ -102,8 +103,9 @@ def max_tokens(body: dict) -> int | None:
     return None
 
 
-def sampling_params(body: dict) -> SamplingParams:
-    """The sampling fields shared by /v1/chat/completions and /completion."""
+def sampling_params(body: dict, chat: bool = False) -> SamplingParams:
+    """The sampling fields shared by /v1/chat/completions and /completion (``chat``: OpenAI's
+    chat rules for ``logprobs``); llama-server's further fields are read by :mod:`.fields`."""
     p = SamplingParams(
         max_tokens=max_tokens(body),
         temperature=_number(body, "temperature", 0.8, lo=0.0, hi=100.0),
@@ -132,21 +134,25 @@ def sampling_params(body: dict) -> SamplingParams:
             if not isinstance(schema, dict):
                 raise bad("'response_format.json_schema.schema' must be a JSON schema object")
             p.json_schema = schema
+        if p.json_schema is not None:
+            try:   # the engine's own conversion, so a bad schema is a 400 here, not a 500 later
+                p.gbnf()
+            except Exception as exc:
+                raise bad(f"JSON schema error: {exc}") from None
     grammar = body.get("grammar")
     if grammar is not None:
         if not isinstance(grammar, str):
             raise bad("'grammar' must be a GBNF string")
         p.grammar = grammar
+    try:
+        fields.apply(body, p, chat)
+    except ValueError as exc:
+        raise bad(str(exc)) from None
     return p
 
 
 def _seed(body: dict) -> int | None:
-    s = _number(body, "seed", None, integer=True)
-    if s is None or s == -1 or s == 0xFFFFFFFF:
-        return None
-    if s < 0 or s > 0xFFFFFFFF:
-        raise bad(f"'seed' must be between 0 and 4294967295, got {s}")
-    return s
+    return fields.seed(_number(body, "seed", None))
 
 
 @dataclass
@@ -172,15 +178,15 @@ def chat_request(body: dict) -> ChatRequest:
         if role not in ("system", "user", "assistant", "developer", "tool"):
             raise bad(f"messages[{i}].role must be system, user, assistant or tool, "
                       f"got {json.dumps(role)[:40]}")
-        if isinstance(content, list):  # OpenAI content parts: keep the text parts
+        if isinstance(content, list):  # OpenAI content parts: text parts only (the engine joins them)
             texts = [p.get("text") for p in content if isinstance(p, dict)
                      and p.get("type") == "text" and isinstance(p.get("text"), str)]
             if len(texts) != len(content):
                 raise bad(f"messages[{i}].content: only text parts are supported")
-            content = "".join(texts)
+            content = [{"type": "text", "text": t} for t in texts]
         if content is None and role == "assistant":
             content = ""
-        if not isinstance(content, str):
+        if not isinstance(content, (str, list)):
             raise bad(f"messages[{i}].content must be a string")
         clean.append({"role": "system" if role == "developer" else role, "content": content})
     model = body.get("model")
@@ -191,7 +197,7 @@ def chat_request(body: dict) -> ChatRequest:
     if not isinstance(so, dict):
         raise bad("'stream_options' must be an object")
     return ChatRequest(clean, stream, bool(so.get("include_usage", False)),
-                       sampling_params(body), model)
+                       sampling_params(body, chat=True), model)
 
 
 def prompt_field(body: dict):
