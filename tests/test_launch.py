@@ -98,17 +98,26 @@ def test_server_is_stopped_when_the_block_raises():
     assert _gone(pid)
 
 
+# The parent starts the server from its main thread, or from a worker thread that then exits:
+# either way the server must die with the parent process (and only then).
+STARTERS = {
+    "main thread": "srv = start(ServerConfig(kind='llama_cpp.server', n_ctx=1024))",
+    "exited worker thread": (
+        "box = {}\n"
+        "t = threading.Thread(target=lambda: box.update(srv=start(ServerConfig(kind='llama_cpp.server', n_ctx=1024))))\n"
+        "t.start(); t.join()\n"
+        "srv = box['srv']"),
+}
+
+
 @pytest.mark.slow
-def test_no_orphan_when_the_parent_is_killed(tmp_path):
-    """SIGKILL skips atexit; the kernel's parent-death signal still stops the server."""
+@pytest.mark.parametrize("started_from", STARTERS)
+def test_no_orphan_when_the_parent_is_killed(tmp_path, started_from):
+    """SIGKILL skips atexit; the server still stops, because it watches the parent process."""
     pidfile = tmp_path / "pid"
-    script = textwrap.dedent(f"""
-        import time
-        from labkit.launch import ServerConfig, start
-        srv = start(ServerConfig(kind="llama_cpp.server", n_ctx=1024))
-        open({str(pidfile)!r}, "w").write(str(srv.pid))
-        time.sleep(600)
-        """)
+    script = "import threading, time\nfrom labkit.launch import ServerConfig, start\n" + \
+        STARTERS[started_from] + f"\nopen({str(pidfile)!r}, 'w').write(str(srv.pid))\n" + \
+        "time.sleep(600)\n"
     parent = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 120
@@ -117,9 +126,10 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path):
             assert parent.poll() is None, "parent exited early"
             time.sleep(0.2)
         child = int(pidfile.read_text())
+        assert not _gone(child, within_s=1.0), "the server died before its parent"
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        assert _gone(child, within_s=20)
+        assert _gone(child, within_s=20), "the server outlived the process that started it"
     finally:
         if parent.poll() is None:
             parent.kill()
