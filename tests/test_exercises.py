@@ -41,6 +41,8 @@ WRONG_ANSWERS = {
     "4.2": [True, "yes"],
     "4.3": ["ttft", "correct"],
     "4.4": ["faster"],
+    "4.5": [0, 1e9, "fast"],
+    "4.6": ["bandwidth", "a bigger GPU", 3],
     "5.1": ["slots", "kv_unified"],
     "5.2": ["finish_reason"],
     "5.3": [8, 9, 5],
@@ -91,6 +93,42 @@ def test_unanswered_is_reported_not_raised(ex_id, capsys):
         assert evaluate(ex_id, blank).status == UNANSWERED
         exercises.check(ex_id, blank)
         assert "not answered yet" in capsys.readouterr().out
+
+
+@pytest.fixture
+def recorded_machine(tmp_path, monkeypatch):
+    """A machine record of 12 GB/s and 60 GFLOP/s for this host, in a cache of its own."""
+    import platform
+
+    from labkit import roofline
+    from labkit.runenv import usable_cores
+    monkeypatch.setenv("LABKIT_CACHE", str(tmp_path))
+    m = roofline.Machine(12e9, 60e9, "test", "test", platform.node(), usable_cores())
+    roofline._save_record(m)
+    return m, roofline.model_cost()
+
+
+def test_4_5_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
+    m, c = recorded_machine
+    right = m.bandwidth / c.weight_bytes                 # 12e9 / 96,576,768 B = 124 tok/s
+    assert evaluate("4.5", right).status == CORRECT
+    assert "12.00 GB/s" in evaluate("4.5", right).message
+    assert evaluate("4.5", right * 1.0737).status == CORRECT     # GB read as GiB: inside 10 %
+    assert evaluate("4.5", f"{right:.0f} tokens").status == CORRECT
+    for wrong, hint in [(right * 1.15, "within 10%"),
+                        (m.bandwidth / c.matrix_params, "parameter count"),
+                        (m.flops / c.flops_per_token, "arithmetic ceiling"),
+                        (right / 1e9, "units")]:
+        result = evaluate("4.5", wrong)
+        assert result.status == WRONG and hint in result.message, (wrong, result)
+
+
+def test_4_6_shows_the_model_answer_and_rubric_once_answered():
+    result = evaluate("4.6", "More bandwidth makes one stream faster on my machine; more memory "
+                             "only lets me run a bigger model or more streams at once.")
+    assert result.status == CORRECT
+    assert "Model answer:" in result.message and "Rubric:" in result.message
+    assert "Model answer" not in evaluate("4.6", "bandwidth").message
 
 
 def test_a_wrong_answer_is_printed_with_its_hint(capsys):

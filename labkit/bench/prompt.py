@@ -32,7 +32,7 @@ EXAMPLE_ANSWER = {"id": "DEMO-00", "owner": "Kim", "deadline": "2026-11-20"}
 class Prompt:
     system: str = SYSTEM
     example_document: str = EXAMPLE_DOCUMENT
-    example_answer: dict = field(default_factory=lambda: dict(EXAMPLE_ANSWER))
+    example_answer: dict | None = field(default_factory=lambda: dict(EXAMPLE_ANSWER))
     max_tokens: int = 64
     response_format: dict | None = None   # e.g. {"type": "json_schema", ...}; unused by default
 
@@ -49,9 +49,10 @@ class Prompt:
 
     def messages(self, document: str, preamble: str = "") -> list[dict]:
         system = f"{preamble}\n\n{self.system}" if preamble else self.system
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": self.example_document},
-                {"role": "assistant", "content": json.dumps(self.example_answer)},
+        example = [] if self.example_answer is None else [   # no answer: no worked example
+            {"role": "user", "content": self.example_document},
+            {"role": "assistant", "content": json.dumps(self.example_answer)}]
+        return [{"role": "system", "content": system}, *example,
                 {"role": "user", "content": document}]
 
     def warmup_messages(self) -> list[dict]:

@@ -13,6 +13,8 @@ The files are committed, so everyone measures exactly the same inputs.
                    4096-token slot holds, for the refusal experiment.
 ``shared_prefix``  the 12 short documents behind one long system preamble that every request
                    shares token for token: the input of the prefix-cache experiment.
+``decode_heavy``   12 one-line story requests answered with fixed-length stories: mostly
+                   decode, timing only (:mod:`labkit.bench.stories`).
 =================  ========================================================================
 
 The prompt (a system instruction and one worked example) lives next to the data in
@@ -40,7 +42,7 @@ SEED = 20261201
 LONG_PROMPT_TOKENS = 2048
 OVERLONG_PROMPT_TOKENS = 5000
 SHARED_PREAMBLE_TOKENS = 600
-WORKLOADS = ("short", "long", "overlong", "shared_prefix")
+WORKLOADS = ("short", "long", "overlong", "shared_prefix", "decode_heavy")
 
 # Owners whose names the tiny default model copies cleanly (one common name each).
 OWNERS = ["Lin", "Chen", "Maya", "Omar", "Sara", "Kenji", "Priya", "Tomas", "Ana", "Elena",
@@ -126,11 +128,12 @@ def load_workload(name: str = "short", folder: str | os.PathLike | None = None) 
     if not path.exists():
         raise FileNotFoundError(f"no workload {name!r} at {path}; known: {', '.join(WORKLOADS)}")
     d = json.loads(path.read_text())
-    prompt = Prompt.load(path.parent.parent / "prompt.json")
+    prompt = (Prompt(**d["prompt"]) if "prompt" in d     # a set with its own prompt
+              else Prompt.load(path.parent.parent / "prompt.json"))
     docs = [Document(x["id"], x["text"], x["answer"], x.get("prompt_tokens"))
             for x in d["documents"]]
     meta = {k: v for k, v in d.items() if k not in ("documents", "name", "description",
-                                                     "system_preamble")}
+                                                     "system_preamble", "prompt")}
     return Workload(d["name"], docs, prompt, d.get("description", ""),
                     d.get("system_preamble", ""), meta)
 
@@ -278,4 +281,8 @@ def generate(folder: str | os.PathLike | None = None, *, base_url: str | None = 
     write("shared_prefix", f"The 12 short documents behind one shared system preamble of about "
                            f"{SHARED_PREAMBLE_TOKENS} tokens (the prefix-cache experiment).",
           list(zip(shorts, answers)), preamble=pre, preamble_tokens=tok.tokens(pre))
+    from .stories import NAME, workload_body
+    written[NAME] = base / "workloads" / f"{NAME}.json"
+    written[NAME].write_text(json.dumps(workload_body(tok.prompt_tokens, common), indent=1,
+                                        ensure_ascii=False) + "\n")
     return written

@@ -25,7 +25,7 @@ CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 class Exercise:
     id: str
     question: str
-    judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong)
+    judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def evaluate(id: str, answer) -> CheckResult:
         right, hint = ex.judge(answer)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         return CheckResult(id, WRONG, f"could not read this answer ({exc}). {ex.question}")
-    return CheckResult(id, CORRECT if right else WRONG, "" if right else hint)
+    return CheckResult(id, CORRECT if right else WRONG, hint)
 
 
 def check(id: str, answer) -> None:

@@ -1,5 +1,7 @@
 """Answers to the exercises of 04_slots_live.ipynb."""
 
+from labkit import roofline
+
 # 4.1: 12 answers x 64 tokens = 768 tokens in 8 seconds of wall time.
 answer_4_1 = 12 * 64 / 8
 
@@ -11,3 +13,15 @@ answer_4_3 = "fits context"
 
 # 4.4: completion time is per request; 1.3x as long is slower, whatever the total did.
 answer_4_4 = "slower"
+
+# 4.5: one stream reads every weight once per token, so its speed is the memory's bytes per
+# second over the weights' bytes: your latest measured bandwidth / the model's tensor bytes.
+answer_4_5 = roofline.machine().bandwidth / roofline.model_cost().weight_bytes
+
+# 4.6: an open question; any answer of a few sentences gets the model answer and the rubric.
+answer_4_6 = ("Memory capacity only decides what fits, a bigger model or more streams at once; "
+              "bandwidth sets the ceiling of one stream's speed. My batch-1 rate came in well below "
+              "the speed formula, so here arithmetic and per-step work set the speed and more "
+              "bandwidth alone would help little; slots raised the decode total until the "
+              "arithmetic caught up, and prefill stayed flat, so prompt-heavy work needs more "
+              "arithmetic, not more memory.")
