@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..settings import get as setting
+
 DEFAULT_N_CTX = 4096
 DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
@@ -59,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "results/<timestamp>/.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--workload", "-w", nargs="+", default=["short"],
-                   help="workload names (short, long, overlong, shared_prefix) or JSON paths")
+                   help="workload names (short, long, overlong, shared_prefix, decode_heavy) "
+                        "or JSON paths")
     p.add_argument("--rounds", "-r", type=int, default=None, help="rounds (default 3; quick: 1)")
     p.add_argument("--slots", type=int, nargs="+", default=None, help="slot counts (default 1 2 4)")
     p.add_argument("--kv", nargs="+", choices=["split", "unified"], default=None,
@@ -82,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", "-m", default=None,
                    help="GGUF file, or synthetic:NAME[:QUANT] for a timing-only run on a model "
                         "shape with random weights (default: the embedded model)")
-    p.add_argument("-ngl", "--gpu-layers", dest="n_gpu_layers", default="0",
-                   help="layers to offload to the GPU (a number or 'all'; default 0)")
+    ngl = setting("n_gpu_layers")
+    p.add_argument(*ngl.flags, dest="n_gpu_layers", type=ngl.parse_cli, default=ngl.default,
+                   help=f"{ngl.help} ({ngl.allowed}; default {ngl.default})")
     p.add_argument("--threads", "-t", type=int, default=None,
                    help="CPU threads for the server (default: the cores available minus one)")
     srv = p.add_mutually_exclusive_group()
@@ -117,7 +121,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     kv_modes = args.kv or (("split",) if quick else ("split", "unified"))
     max_docs = args.max_docs or (QUICK_DOCS if quick else None)
     threads = args.threads or runenv.server_threads_beside_client()
-    ngl = args.n_gpu_layers if args.n_gpu_layers in ("all", "auto") else int(args.n_gpu_layers)
+    ngl = args.n_gpu_layers
     if args.base_url:
         configs = list(args.base_url)
     else:

@@ -82,9 +82,8 @@ def describe_target(target: Target) -> dict:
         sha = sha256_file(model_path)
     kv = f.get("kv_unified")
     if kv is None and cfg is not None and getattr(cfg, "kind", "") != "llama_cpp.server":
-        kv = getattr(cfg, "kv_unified", None)
-        if kv is None and getattr(cfg, "n_slots", None) == "auto":
-            kv = True
+        from ..settings import resolve_slots
+        kv = resolve_slots(cfg.n_slots, cfg.kv_unified)[1]
     slot_cap = f.get("n_ctx_slot")
     if slot_cap is None and props:
         slot_cap = (props.get("default_generation_settings") or {}).get("n_ctx")
