@@ -57,14 +57,16 @@ class SettingError(ValueError):
 def resolve_slots(n_slots: int | str, kv_unified: bool | None) -> tuple[int, bool]:
     """llama-server's rule for ``-np`` and ``--kv-unified``: returns (slots, unified).
 
-    ``-np auto`` means :data:`AUTO_SLOTS` slots sharing one unified KV pool; an explicit
-    ``-np N`` keeps one KV stripe per slot (split) unless ``--kv-unified`` is given.
+    ``-np auto`` means :data:`AUTO_SLOTS` slots sharing one unified KV pool, even with
+    ``--no-kv-unified`` (llama-server turns unified KV on whenever it picks the slot count
+    itself: measured in tests/differential_cases.py, "np-auto-with-no-kv-unified"); an
+    explicit ``-np N`` keeps one KV stripe per slot (split) unless ``--kv-unified`` is given.
 
-    >>> resolve_slots("auto", None), resolve_slots(4, None), resolve_slots(2, True)
-    ((4, True), (4, False), (2, True))
+    >>> resolve_slots("auto", None), resolve_slots("auto", False), resolve_slots(4, None)
+    ((4, True), (4, True), (4, False))
     """
     if n_slots == "auto":
-        return AUTO_SLOTS, True if kv_unified is None else bool(kv_unified)
+        return AUTO_SLOTS, True
     return int(n_slots), bool(kv_unified)
 
 
@@ -223,7 +225,7 @@ TABLE: tuple[Setting, ...] = (
             "unified KV pool, as llama-server does"),
     Setting("kv_unified", ("-kvu", "--kv-unified"), None, "bool | None", optional(boolean),
             "True, False or None", "one KV pool shared by all slots (unified) instead of one "
-            "stripe per slot (split); not given: unified only with -np auto",
+            "stripe per slot (split); not given: split, except that -np auto is always unified",
             off_flags=("--no-kv-unified",)),
     Setting("kv_unified_per_slot", ("--kv-unified-per-slot",), None, "int | None",
             optional(integer(1)), "an integer >= 1, or None",

@@ -39,6 +39,9 @@ FLAGS: dict[str, dict] = {
     "base": dict(n_ctx=2048, n_slots=2, kv_unified=False, alias="local"),
     "api-key": dict(n_ctx=1024, n_slots=1, alias="local", api_key="sesame"),
     "ctx0-np2": dict(n_ctx=0, n_slots=2),
+    # no -np: llama-server's "auto", resolved by each server's own rule
+    "np-auto": dict(n_ctx=4096),
+    "np-auto-split": dict(n_ctx=4096, kv_unified=False),
     **{f"c16384-np{n}-{kv}": dict(n_ctx=16384, n_slots=n, kv_unified=kv == "unified")
        for kv in ("split", "unified") for n in (1, 2, 4)},
     "kv-full": dict(n_ctx=256, n_slots=8, kv_unified=True, alias="local"),
@@ -355,6 +358,15 @@ def _settings() -> list[Case]:
         Case("ctx-0-startup-log-facts", "ctx0-np2", kind="facts",
              same=("n_slots", "n_ctx_slot", "kv_unified"),
              labkit={"n_ctx_slot": 4096}),
+        Case("np-auto-startup-log-facts", "np-auto", kind="facts",
+             same=("n_slots", "n_ctx_slot", "kv_unified"),
+             labkit={"n_slots": 4, "kv_unified": True, "n_ctx_slot": 4096}),
+        Case("np-auto-props", "np-auto", "GET", "/props",
+             same=("http", "default_generation_settings.n_ctx", "total_slots"),
+             labkit={"total_slots": 4}),
+        Case("np-auto-with-no-kv-unified-startup-log-facts", "np-auto-split", kind="facts",
+             same=("n_slots", "n_ctx_slot", "kv_unified"),
+             labkit={"n_slots": 4, "kv_unified": True, "n_ctx_slot": 4096}),
     ]
 
 

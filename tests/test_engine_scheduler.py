@@ -192,7 +192,7 @@ def test_config_follows_llama_server_rules():
     explicit = EngineConfig("m.gguf", n_slots=4)
     assert (explicit.slots, explicit.unified) == (4, False)
     assert EngineConfig("m.gguf", n_slots=2, kv_unified=True).unified
-    assert not EngineConfig("m.gguf", n_slots="auto", kv_unified=False).unified
+    assert EngineConfig("m.gguf", n_slots="auto", kv_unified=False).unified   # as llama-server
     with pytest.raises(ValueError):
         EngineConfig("m.gguf", n_slots="many")
     with pytest.raises(ValueError):

@@ -83,7 +83,7 @@ def test_values_are_normalised_once():
 
 def test_the_np_auto_rule():
     assert settings.resolve_slots("auto", None) == (4, True)
-    assert settings.resolve_slots("auto", False) == (4, False)
+    assert settings.resolve_slots("auto", False) == (4, True)   # as llama-server does
     assert settings.resolve_slots(4, None) == (4, False)
     assert settings.resolve_slots(2, True) == (2, True)
     assert ServerConfig(n_slots=2, kv_unified=True).label.endswith("np2-unified")

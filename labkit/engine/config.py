@@ -25,8 +25,8 @@ class EngineConfig:
     setting of :data:`labkit.settings.TABLE` as a keyword (``n_ctx``, ``n_slots``, ...).
 
     ``n_slots`` is the number of requests served at once (llama.cpp sequences).
-    ``kv_unified=None`` follows llama-server: unified KV only when
-    ``n_slots="auto"``; an explicit slot count keeps one KV stripe per slot
+    ``n_slots="auto"`` follows llama-server: four slots sharing one unified KV pool
+    (whatever ``kv_unified`` says); an explicit slot count keeps one KV stripe per slot
     (split KV) unless ``kv_unified=True`` is given.
 
     ``reserve=False`` (the default) is llama-server's behaviour: admit a request

@@ -33,7 +33,9 @@ def _threads(p, n):
 
 # How each llama-server setting of labkit.settings.TABLE lands on xllamacpp's CommonParams
 # (llama-server's own parameter struct). tests check that every setting has an entry.
-# n_slots and kv_unified are applied together, by llama-server's -np rule.
+# n_slots and kv_unified are applied together: "-np auto" is passed on as llama-server's own
+# auto (-1), so llama-server applies its own rule and the differential suite can hold
+# labkit's rule (labkit.settings.resolve_slots) against it.
 APPLY = {
     "n_ctx": lambda p, v, xlc: setattr(p, "n_ctx", v),
     "kv_unified_per_slot": lambda p, v, xlc: v is not None and setattr(p, "kv_unified_per_slot", v),
@@ -70,7 +72,12 @@ def params_from_args(args):
     for s in settings.table():
         if s.name in APPLY:
             APPLY[s.name](p, getattr(args, s.name), xlc)
-    p.n_parallel, p.kv_unified = settings.resolve_slots(args.n_slots, args.kv_unified)
+    if args.n_slots == "auto":
+        p.n_parallel = -1
+        if args.kv_unified is not None:
+            p.kv_unified = args.kv_unified
+    else:
+        p.n_parallel, p.kv_unified = args.n_slots, bool(args.kv_unified)
     return p
 
 
