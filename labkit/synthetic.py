@@ -60,8 +60,11 @@ import logging
 import os
 import shutil
 import time
+import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from .gguf import GGML_TYPES
 
 # The name that stands for a synthetic model wherever a model path goes.
 PREFIX = "synthetic:"
@@ -155,24 +158,12 @@ class Tensor:
 
     @property
     def n_elements(self) -> int:
-        n = 1
-        for d in self.ne:
-            n *= d
-        return n
+        return math.prod(self.ne)
 
     @property
     def nbytes(self) -> int:
-        if self.ggml_type == F32:
-            return 4 * self.n_elements
-        _, block, size = _type_of(self.ggml_type)
+        _, block, size = GGML_TYPES[self.ggml_type]
         return self.n_elements // block * size
-
-
-def _type_of(ggml_type: int) -> tuple[str, int, int]:
-    for q, (t, block, size, _) in QUANTS.items():
-        if t == ggml_type:
-            return q, block, size
-    raise KeyError(ggml_type)
 
 
 def tensors(shape, quant: str, n_vocab: int) -> list[Tensor]:
@@ -483,7 +474,7 @@ def write(spec: Spec, path: str | os.PathLike, tokenizer: str | os.PathLike | No
         w.write_ti_data_to_file()
         f = w.fout[0]
         w.write_padding(f, f.tell())
-        _, block, size = _type_of(QUANTS[spec.quant][0])
+        _, block, size = GGML_TYPES[QUANTS[spec.quant][0]]
         tiler = _Tiler(random_period(spec.quant), size)
         phase = 0
         for t in plan:
