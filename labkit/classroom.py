@@ -1,6 +1,6 @@
 """Merge worksheets exported by many learners into one comparison (the classroom notebook).
 
-Each learner exports a worksheet with ``labkit bench`` or notebook 04 (``result.save(folder)``):
+Each learner exports a worksheet with ``labkit bench`` or notebook 05 (``result.save(folder)``):
 a folder holding ``worksheet.csv`` and ``environment.json``. An instructor collects the
 folders (or just the CSV files) and::
 
@@ -43,7 +43,7 @@ def read_submission(path, label: str | None = None) -> pd.DataFrame:
     csv = path / "worksheet.csv" if path.is_dir() else path
     if not csv.exists():
         raise FileNotFoundError(f"{path}: no worksheet.csv (export one with labkit bench or "
-                                "result.save(folder) in notebook 04)")
+                                "result.save(folder) in notebook 05)")
     ws = pd.read_csv(csv)
     missing = [c for c in REQUIRED if c not in ws.columns]
     if missing:

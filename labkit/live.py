@@ -3,7 +3,7 @@
 Asking a running server (:func:`ask`, :func:`ask_messages`), reading its startup facts
 (:func:`startup_lines`, :func:`startup_table`), running requests through the engine in
 process and keeping its step trace (:func:`run_requests`), and the live experiments of
-notebooks 05 and 06 (:func:`queue_burst`, :func:`extract_then_sort`,
+notebooks 06 and 07 (:func:`queue_burst`, :func:`extract_then_sort`,
 :func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach them as ``nb.ask`` and so on,
 through :mod:`labkit.notebook`, which re-exports them; this module never imports that one.
 """
@@ -203,7 +203,7 @@ def queue_burst(config, prompt: str, n: int, max_tokens: int):
     return pd.DataFrame(rows).sort_values("request").set_index("request")
 
 
-# ---------------------------------------------------------------------------- counterexamples (notebook 05)
+# ---------------------------------------------------------------------------- counterexamples (notebook 06)
 
 def ask_messages(server, messages: list[dict], *, max_tokens: int = 64, temperature: float = 0.0,
                  timeout: float = 600.0, seed: int | None = 42, **extra) -> dict:
@@ -293,7 +293,7 @@ def prefix_cache_rows(server, workload, *, cache_prompt: bool, max_tokens: int =
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------- capacity planning (notebook 07)
+# ---------------------------------------------------------------------------- capacity planning (notebook 08)
 
 def get_trace(server, since: int = 0, kind: str = "steps"):
     """labkit's server's step trace (``GET /trace``) as a DataFrame, from step ``since`` on."""

@@ -1,4 +1,4 @@
-"""Notebook helpers for reading results and planning capacity (notebooks 04, 06, 07).
+"""Notebook helpers for reading results and planning capacity (notebooks 05, 07, 08).
 
 Saturation signals from a load sweep, an honest reading of a worksheet, the simulator's
 replay of measured requests and its prediction error, a day of traffic, and a rent-vs-buy
@@ -7,7 +7,7 @@ sketch on the learner's own inputs. Notebooks reach them through :mod:`labkit.no
 
 from __future__ import annotations
 
-# ---------------------------------------------------------------------------- scheduling (notebook 06)
+# ---------------------------------------------------------------------------- scheduling (notebook 07)
 
 SATURATION_COLUMNS = ["rate", "throughput_tok_s", "ttft_p50", "ttft_p99", "peak_queue",
                       "per_stream_tok_s", "preemptions"]
@@ -39,7 +39,7 @@ def first_saturated_rate(signals) -> float | None:
     return float(hit["rate"].min()) if len(hit) else None
 
 
-# ---------------------------------------------------------------------------- reading a worksheet (notebook 04)
+# ---------------------------------------------------------------------------- reading a worksheet (notebook 05)
 
 def read_worksheet(ws):
     """Read a :func:`labkit.bench.worksheet` honestly: each config against the 1-slot config of

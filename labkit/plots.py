@@ -1,11 +1,11 @@
 """Pictures the notebooks need beyond the simulator's own (:mod:`labkit.sim.plots`).
 
-- :func:`table_tops`: how -c is shared among slots, split or unified (notebook 03).
-- :func:`memory_bar`: a GPU's memory as weights + overhead + KV (notebook 02).
-- :func:`kv_bars`: bytes per token by KV type, formula next to llama.cpp (notebook 02).
+- :func:`table_tops`: how -c is shared among slots, split or unified (notebook 04).
+- :func:`memory_bar`: a GPU's memory as weights + overhead + KV (notebook 03).
+- :func:`kv_bars`: bytes per token by KV type, formula next to llama.cpp (notebook 03).
 - :func:`mode_bars`: throughput next to latency for several runs (notebook 01).
 - :func:`gantt`: the slots over time of a simulator run or an engine's slot trace, busy
-  stretches only (notebooks 01, 03, 05).
+  stretches only (notebooks 01, 04, 06).
 
 Each returns the matplotlib Axes it drew on.
 """

@@ -9,12 +9,12 @@ browser through ``update`` and read ``result``; moving a slider calls the same
 - :func:`gantt_panel`: slots, arrival rate and length mix -> slot Gantt charts and
   metrics of static, dynamic and continuous batching on the same workload (notebook 01).
 - :func:`capacity_panel`: GPU memory, model, n_ctx, slots, KV type -> how many
-  conversations fit (notebook 02).
+  conversations fit (notebook 03).
 - :func:`slots_panel`: n_ctx, slots, split or unified -> llama.cpp's per-slot sizes
-  and a picture of the table tops (notebook 03).
-- :func:`gates_panel`: your TTFT threshold -> the worksheet's three gates (notebook 04).
-- :func:`load_panel`: arrival rate, slots, policy -> queue depth and KV use (notebook 06).
-- :func:`rent_buy_panel`: your quotes and hours -> the break-even month (notebook 07).
+  and a picture of the table tops (notebook 04).
+- :func:`gates_panel`: your TTFT threshold -> the worksheet's three gates (notebook 05).
+- :func:`load_panel`: arrival rate, slots, policy -> queue depth and KV use (notebook 07).
+- :func:`rent_buy_panel`: your quotes and hours -> the break-even month (notebook 08).
 - :func:`classroom_panel`: a worksheet column -> learner x configuration (classroom).
 
 A panel only wires controls to a computation that lives elsewhere (the simulator's
@@ -176,7 +176,7 @@ def gantt_panel(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 
                  title="Same guests, three ways of batching")
 
 
-# ---------------------------------------------------------------------------- notebook 02
+# ---------------------------------------------------------------------------- notebook 03
 
 def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx: int = 16384,
                    slots: int = 4, kv_type: str = "f16", kv_unified: bool = False,
@@ -212,7 +212,7 @@ def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx:
     return Panel(compute, controls, values, draw, title="How many conversations fit?")
 
 
-# ---------------------------------------------------------------------------- notebook 03
+# ---------------------------------------------------------------------------- notebook 04
 
 def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
                 n_ctx_train: int | None = 8192, per_slot: int | None = None) -> Panel:
@@ -239,11 +239,11 @@ def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
                  title="How llama.cpp shares the table top")
 
 
-# ---------------------------------------------------------------------------- notebook 06: load
+# ---------------------------------------------------------------------------- notebook 07: load
 
 def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_share: float = 0.3) -> Panel:
     """Arrival rate, slots, policy, share of long answers -> queue depth and KV use over time,
-    with the run's TTFT, per-stream tok/s and peak queue in the title (notebook 06).
+    with the run's TTFT, per-stream tok/s and peak queue in the title (notebook 07).
     ``result`` is :func:`labkit.sim.experiments.load_run`'s dict."""
     from .sim.experiments import load_run
     from .sim.policies import POLICIES
@@ -269,10 +269,10 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
         title="Load: queue depth and KV use")
 
 
-# ---------------------------------------------------------------------------- notebook 04: the gates
+# ---------------------------------------------------------------------------- notebook 05: the gates
 
 def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
-    """Your TTFT threshold -> the worksheet's three gates for every config (notebook 04).
+    """Your TTFT threshold -> the worksheet's three gates for every config (notebook 05).
     ``rows``: a bench result's per-request rows (``result.rows``); ``result`` is the worksheet."""
     import pandas as pd
 
@@ -299,12 +299,12 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
                  {"ttft_threshold_s": ttft_threshold_s}, draw, title="The three gates")
 
 
-# ---------------------------------------------------------------------------- notebook 07: rent or buy
+# ---------------------------------------------------------------------------- notebook 08: rent or buy
 
 def rent_buy_panel(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
                    hours_per_month: float, months: int = 36) -> Panel:
     """Your quotes and hours -> cumulative cost of buying and renting, and the break-even point
-    (notebook 07). ``result`` is :func:`labkit.planning.rent_vs_buy`'s dict."""
+    (notebook 08). ``result`` is :func:`labkit.planning.rent_vs_buy`'s dict."""
     from .planning import rent_vs_buy
 
     def compute(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months):

@@ -13,49 +13,14 @@ from labkit import exercises
 from labkit.exercises import CORRECT, UNANSWERED, WRONG, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {"0": "00_setup", "1": "01_restaurant", "2": "02_kv_bytes", "3": "03_split_vs_unified",
-             "4": "04_slots_live", "5": "05_counterexamples",
-             "6": "06_scheduling", "7": "07_capacity_planning"}
+NOTEBOOKS = {str(int(p.name[:2])): p.stem for p in sorted((ROOT / "notebooks").glob("0[0-9]_*.ipynb"))}
 ANSWER_LINE = re.compile(r"^(answer_(\d+)_(\d+)) = \.\.\.\s*$", re.M)
 
-# Plausible mistakes, one (or more) per exercise.
-WRONG_ANSWERS = {
-    "0.1": ["file name", "size_bytes"],
-    "0.2": ["accepted"],
-    "0.3": [2048, 1000],
-    "1.1": [{"guest's order": "request", "table": "context", "table top": "slot",
-             "notes": "KV cache", "refilling tables at every step": "continuous batching"},
-            {"table": "slot"}, "slot"],
-    "1.2": [400, 10],
-    "1.3": [1, 8],
-    "1.4": [200, 3],
-    "2.1": [131072, 65536, "a lot"],
-    "2.2": [180, 90 * 2**20],
-    "2.3": [18, 0],
-    "2.4": [0.25, 2],
-    "3.1": [16384, 4096],
-    "3.2": [(1024, 341), (1000, 333), 1536],
-    "3.3": [(1, False, 8192), (4, False, 2048), (4, True, 2048)],
-    "3.4": [4, 3],
-    "4.1": [8, 768, "12"],
-    "4.2": [True, "yes"],
-    "4.3": ["ttft", "correct"],
-    "4.4": ["faster"],
-    "4.5": [0, 1e9, "fast"],
-    "4.6": ["bandwidth", "a bigger GPU", 3],
-    "5.1": ["slots", "kv_unified"],
-    "5.2": ["finish_reason"],
-    "5.3": [8, 9, 5],
-    "5.4": [760, 780, 700],
-    "6.1": ["fifo", "fair", "FIFO"],
-    "6.2": ["priority", "fifo", "sjf"],
-    "6.3": [6, 8, 0],
-    "6.4": ["up", "higher"],
-    "7.1": [2 / 12, -0.2, -16.67],
-    "7.2": [0.016, 0.096],
-    "7.3": [10000 / 600, 100],
-    "7.4": ["bursts"],
-}
+# Plausible mistakes, one (or more) per exercise, kept beside each notebook's exercises in
+# tests/exercise_cases/chNN.py (WRONG = {id: [wrong answers]}).
+WRONG_ANSWERS = {}
+for _case_file in sorted((ROOT / "tests" / "exercise_cases").glob("ch*.py")):
+    WRONG_ANSWERS.update(runpy.run_path(str(_case_file))["WRONG"])
 
 
 def solutions(nb_key: str) -> dict:
@@ -108,34 +73,34 @@ def recorded_machine(tmp_path, monkeypatch):
     return m, roofline.model_cost()
 
 
-def test_4_5_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
+def test_5_5_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
     m, c = recorded_machine
     right = m.bandwidth / c.weight_bytes                 # 12e9 / 96,576,768 B = 124 tok/s
-    assert evaluate("4.5", right).status == CORRECT
-    assert "12.00 GB/s" in evaluate("4.5", right).message
-    assert evaluate("4.5", right * 1.0737).status == CORRECT     # GB read as GiB: inside 10 %
-    assert evaluate("4.5", f"{right:.0f} tokens").status == CORRECT
+    assert evaluate("5.5", right).status == CORRECT
+    assert "12.00 GB/s" in evaluate("5.5", right).message
+    assert evaluate("5.5", right * 1.0737).status == CORRECT     # GB read as GiB: inside 10 %
+    assert evaluate("5.5", f"{right:.0f} tokens").status == CORRECT
     for wrong, hint in [(right * 1.15, "within 10%"),
                         (m.bandwidth / c.matrix_params, "parameter count"),
                         (m.flops / c.flops_per_token, "arithmetic ceiling"),
                         (right / 1e9, "units")]:
-        result = evaluate("4.5", wrong)
+        result = evaluate("5.5", wrong)
         assert result.status == WRONG and hint in result.message, (wrong, result)
 
 
-def test_4_6_shows_the_model_answer_and_rubric_once_answered():
-    result = evaluate("4.6", "More bandwidth makes one stream faster on my machine; more memory "
+def test_5_6_shows_the_model_answer_and_rubric_once_answered():
+    result = evaluate("5.6", "More bandwidth makes one stream faster on my machine; more memory "
                              "only lets me run a bigger model or more streams at once.")
     assert result.status == CORRECT
     assert "Model answer:" in result.message and "Rubric:" in result.message
-    assert "Model answer" not in evaluate("4.6", "bandwidth").message
+    assert "Model answer" not in evaluate("5.6", "bandwidth").message
 
 
 def test_a_wrong_answer_is_printed_with_its_hint(capsys):
-    exercises.check("2.1", 131072)
+    exercises.check("3.1", 131072)
     out = capsys.readouterr().out
     assert "not yet" in out and "f16" in out
-    assert exercises.results()["2.1"].status == WRONG
+    assert exercises.results()["3.1"].status == WRONG
 
 
 def test_unknown_exercise_is_a_clear_error():
@@ -186,3 +151,43 @@ def test_solutions_pass_inside_the_notebook(nb_key, tmp_path):
     NotebookClient(nb, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert "all correct" in nb.cells[-1].outputs[0]["text"]
+
+
+def test_open_question_hides_its_model_answer_until_answered(monkeypatch):
+    monkeypatch.setattr(exercises, "REGISTRY", dict(exercises.REGISTRY))
+    exercises.open_question("99.1", "Why?", "Because the pool is shared.", ["names the pool"],
+                            min_words=5, needs_number=True)
+    long_en = "my four slots shared 2048 cells so one request starved"
+    assert evaluate("99.1", long_en).status == CORRECT
+    assert "Model answer: Because" in evaluate("99.1", long_en).message
+    assert "✎ answered" in str(evaluate("99.1", long_en))
+    assert "✔" not in str(evaluate("99.1", long_en))
+    short = evaluate("99.1", "shared pool")
+    assert short.status == WRONG and "Model answer" not in short.message
+    no_figure = evaluate("99.1", "the slots shared one pool so one request starved")
+    assert no_figure.status == WRONG and "figures" in no_figure.message
+    assert evaluate("99.1", "四個窗口共用 2048 格，一個請求用完了整個池子").status == CORRECT
+    assert evaluate("99.1", "   ").status == UNANSWERED
+
+
+def test_a_learners_function_that_raises_is_a_wrong_answer_not_a_traceback(monkeypatch):
+    monkeypatch.setattr(exercises, "REGISTRY", dict(exercises.REGISTRY))
+
+    @exercises.exercise("99.2", "Write double(x).", kind=exercises.CODE)
+    def _judge(fn):
+        return exercises.call(fn, 2) == 4, "double(2) should be 4"
+
+    assert evaluate("99.2", lambda x: 2 * x).status == CORRECT
+    assert evaluate("99.2", lambda x: x).status == WRONG
+    raised = evaluate("99.2", lambda x: 1 / 0)
+    assert raised.status == WRONG and "ZeroDivisionError" in raised.message
+    assert evaluate("99.2", 4).status == WRONG                        # not a function
+
+
+def test_choice_reads_english_and_traditional_chinese():
+    options = {"refused": ("rejected", "拒絕"), "accepted": ("接受",)}
+    assert exercises.choice("「拒絕」。", options) == "refused"
+    assert exercises.choice(" Rejected ", options) == "refused"
+    assert exercises.choice("接受", options) == "accepted"
+    with pytest.raises(ValueError, match="answer one of"):
+        exercises.choice("maybe", options)

@@ -1,4 +1,4 @@
-"""The helpers notebooks 04-07 call: saturation signals, the load panel, the bounded-queue burst."""
+"""The helpers notebooks 05-08 call: saturation signals, the load panel, the bounded-queue burst."""
 
 from dataclasses import replace
 

@@ -4,8 +4,8 @@ once whether an answer is right, with a hint when it is not.
 In a notebook::
 
     from labkit.exercises import check
-    answer_2_1 = ...          # replace ... with your answer
-    check("2.1", answer_2_1)
+    answer_3_1 = ...          # replace ... with your answer
+    check("3.1", answer_3_1)
 
 ``...`` (or None) means "not answered yet": the check says so and does not raise, so a
 notebook runs top to bottom before anyone has answered. :func:`evaluate` returns the
@@ -21,11 +21,15 @@ from typing import Any, Callable
 CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 
 
+CLOSED, OPEN, CODE = "closed", "open", "code"     # a number or a word; explain or decide; a function
+
+
 @dataclass(frozen=True)
 class Exercise:
     id: str
     question: str
     judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
+    kind: str = CLOSED
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class CheckResult:
     id: str
     status: str
     message: str
+    kind: str = CLOSED
 
     @property
     def ok(self) -> bool:
@@ -40,21 +45,74 @@ class CheckResult:
 
     def __str__(self) -> str:
         mark = {CORRECT: "✔ correct", WRONG: "✘ not yet", UNANSWERED: "… not answered yet"}
+        if self.kind == OPEN and self.status == CORRECT:
+            mark[CORRECT] = "✎ answered"
         return f"Exercise {self.id}: {mark[self.status]}" + (f": {self.message}" if self.message else "")
+
+
+class LearnerCodeError(Exception):
+    """The learner's function raised: reported as a wrong answer with the error, never raised."""
 
 
 REGISTRY: dict[str, Exercise] = {}
 _last: dict[str, CheckResult] = {}
 
 
-def exercise(id: str, question: str):
-    """Register ``judge(answer) -> (right, hint)`` as the check of exercise ``id``."""
+def exercise(id: str, question: str, kind: str = CLOSED):
+    """Register ``judge(answer) -> (right, hint)`` as the check of exercise ``id``.
+
+    ``kind`` is :data:`CLOSED` (a number, a word, a choice), :data:`CODE` (the answer is the
+    learner's function; the judge runs it through :func:`call`) or :data:`OPEN` (use
+    :func:`open_question`)."""
+    if kind not in (CLOSED, OPEN, CODE):
+        raise ValueError(f"kind must be {CLOSED}, {OPEN} or {CODE}, not {kind!r}")
+
     def wrap(judge):
         if id in REGISTRY:
             raise ValueError(f"exercise {id} is registered twice")
-        REGISTRY[id] = Exercise(id, question, judge)
+        REGISTRY[id] = Exercise(id, question, judge, kind)
         return judge
     return wrap
+
+
+def open_question(id: str, question: str, model_answer: str, rubric: list[str], *,
+                  min_words: int = 15, needs_number: bool = False) -> None:
+    """Register an open question: explain or decide, in the learner's own words.
+
+    Any answer of at least ``min_words`` words (a CJK character counts as half a word, so 30
+    characters of Chinese are 15 words) is accepted and answered with the model answer and the
+    rubric; with ``needs_number`` the answer must also quote a figure (one digit at least),
+    because the question asks about the learner's own measurements. The model answer stays
+    hidden until then."""
+    def judge(answer):
+        if not isinstance(answer, str):
+            raise TypeError("answer in words, between quotes")
+        if word_count(answer) < min_words:
+            return False, (f"write two or three sentences (at least {min_words} words, or "
+                           f"{2 * min_words} characters of Chinese) that say why")
+        if needs_number and not any(ch.isdigit() for ch in answer):
+            return False, "quote your own figures: the question is about what you measured"
+        lines = "\n".join(f"  ({i}) {r}" for i, r in enumerate(rubric, 1))
+        return True, f"compare yours with this.\nModel answer: {model_answer}\nRubric:\n{lines}"
+    exercise(id, question, OPEN)(judge)
+
+
+def word_count(text: str) -> float:
+    """Words in ``text``, a CJK character counting as half a word."""
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+    latin = len("".join(" " if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" else ch
+                        for ch in text).split())
+    return latin + cjk / 2
+
+
+def call(fn, *args, **kwargs):
+    """Run the learner's function; what it raises comes back as a wrong answer, not a traceback."""
+    if not callable(fn):
+        raise TypeError(f"expected a function (def ...), got {type(fn).__name__}")
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:      # the learner's code may raise anything
+        raise LearnerCodeError(f"your function raised {type(exc).__name__}: {exc}") from exc
 
 
 def is_unanswered(answer) -> bool:
@@ -67,13 +125,16 @@ def evaluate(id: str, answer) -> CheckResult:
         ex = REGISTRY[id]
     except KeyError:
         raise KeyError(f"no exercise {id!r}; known: {', '.join(sorted(REGISTRY))}") from None
-    if is_unanswered(answer):
-        return CheckResult(id, UNANSWERED, "replace the ... with your answer and run the cell again")
+    if is_unanswered(answer) or (isinstance(answer, str) and not answer.strip()):
+        return CheckResult(id, UNANSWERED, "replace the ... with your answer and run the cell again",
+                           ex.kind)
     try:
         right, hint = ex.judge(answer)
+    except LearnerCodeError as exc:
+        return CheckResult(id, WRONG, str(exc), ex.kind)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        return CheckResult(id, WRONG, f"could not read this answer ({exc}). {ex.question}")
-    return CheckResult(id, CORRECT if right else WRONG, hint)
+        return CheckResult(id, WRONG, f"could not read this answer ({exc}). {ex.question}", ex.kind)
+    return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
 
 
 def check(id: str, answer) -> None:
@@ -94,7 +155,16 @@ def question(id: str) -> str:
 
 def ids(prefix: str = "") -> list[str]:
     """Registered exercise ids, optionally those of one notebook (prefix ``"2."``)."""
-    return sorted(i for i in REGISTRY if i.startswith(prefix))
+    return sorted((i for i in REGISTRY if i.startswith(prefix)),
+                  key=lambda i: tuple(int(p) for p in i.split(".")))
+
+
+def kinds() -> dict[str, int]:
+    """How many exercises of each kind (closed, open, code) the workbook has."""
+    out = {CLOSED: 0, OPEN: 0, CODE: 0}
+    for ex in REGISTRY.values():
+        out[ex.kind] += 1
+    return out
 
 
 # ---------------------------------------------------------------------------- answer helpers
@@ -122,9 +192,25 @@ def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:
 
 
 def as_word(x) -> str:
+    """A word or phrase, lower case, separators as single spaces, Chinese quotes and final
+    punctuation dropped (so "「拒絕」。" reads as "拒絕")."""
     if not isinstance(x, str):
         raise TypeError(f"expected a word in quotes, got {type(x).__name__}")
-    return " ".join(x.strip().lower().replace("_", " ").replace("-", " ").split())
+    s = x.strip().strip("「」『』“”\"'。，,.!！?？ ")
+    return " ".join(s.lower().replace("_", " ").replace("-", " ").split())
 
 
-from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07  # noqa: E402,F401  (register the exercises)
+def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
+    """The option ``answer`` names: ``options`` maps each canonical answer to the words that
+    mean it, English and Traditional Chinese (from the seeds and the glossary). A word that names
+    no option raises ValueError listing them, so the learner is told what to write."""
+    w = as_word(answer)
+    for key, words in options.items():
+        if w == as_word(key) or w in {as_word(x) for x in words} \
+                or w.replace(" ", "") in {as_word(x).replace(" ", "") for x in words}:
+            return key
+    raise ValueError("answer one of: " + ", ".join(
+        f"{k} ({'/'.join(v[:2])})" if v else k for k, v in options.items()))
+
+
+from . import ch00, ch01, ch03, ch04, ch05, ch06, ch07, ch08  # noqa: E402,F401  (register the exercises)

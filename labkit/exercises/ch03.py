@@ -1,78 +1,68 @@
-"""Notebook 03 (split vs unified): padding, the training cap, -np auto, reservations."""
+"""Notebook 03 (KV bytes): the formula, the embedded model, the calculator, GQA."""
 
 from __future__ import annotations
 
-from .. import catalog, kv
-from . import as_number, exercise
+from .. import capacity, catalog, kv
+from . import as_number, close, exercise
 
-# The embedded model's training context, from the catalogue (its file says the same).
-SMOLLM2_N_CTX_TRAIN = catalog.get("smollm2-135m").n_ctx_train
-
-
-def _tuple(answer, n):
-    if not isinstance(answer, (tuple, list)) or len(answer) != n:
-        raise ValueError(f"expected a tuple of {n} values")
-    return tuple(answer)
+SEED_8B = catalog.get("llama-3.1-8b")
 
 
-@exercise("3.1", "SmolLM2 was trained on 8192 tokens. With -c 16384 -np 1 (split KV), what "
-                 "n_ctx_slot does the server report?")
-def _train_cap(answer):
-    want = kv.slot_context(16384, 1, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
+@exercise("3.1", f"Bytes per token of the seed's 8B model ({SEED_8B.n_layer} layers, "
+                 f"{SEED_8B.n_head_kv} KV heads, head dim {SEED_8B.head_dim}) with a q8_0 KV cache?")
+def _q8(answer):
+    want = SEED_8B.kv_bytes_per_token("q8_0")
+    v = as_number(answer)
+    if close(v, want):
+        return True, ""
+    if close(v, SEED_8B.kv_bytes_per_token("f16")):
+        return False, "that is the f16 figure; q8_0 stores 32 values in 34 bytes"
+    if close(v, 2 * SEED_8B.n_layer * SEED_8B.n_head_kv * SEED_8B.head_dim):
+        return False, "q8_0 is not 1 byte per value: each block of 32 values carries a 2-byte scale"
+    return False, "2 x layers x KV heads x head dim x bytes per value, with 34/32 bytes per value"
+
+
+def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
+    from ..models import describe
+    return kv.kv_cache_bytes(describe(with_hash=False), n_ctx, kv_type) / 2**20
+
+
+@exercise("3.2", "How many MiB of KV cache does the embedded model need for 4096 cells in f16?")
+def _embedded(answer):
+    want = embedded_kv_mib()
+    v = as_number(answer)
+    if close(v, want, abs_=0.01):
+        return True, ""
+    if close(v, want * 2**20, rel=1e-6):
+        return False, "that is in bytes; divide by 2**20 for MiB"
+    return False, "use the model's own n_layer, n_head_kv and head_dim (info above) and 2 bytes per value"
+
+
+def conversations_24gib_q8() -> int:
+    return capacity.plan(24, "llama-3.1-8b-q4", kv_type="q8_0", overhead_gib=1.0,
+                         tokens_per_conversation=8192).conversations
+
+
+@exercise("3.3", "With the capacity calculator: a 24 GiB GPU, Llama-3.1-8B Q4_K_M, 1 GiB "
+                 "overhead, q8_0 KV cache. How many 8192-token conversations fit at once?")
+def _calc(answer):
+    want = conversations_24gib_q8()
     v = as_number(answer)
     if v == want:
         return True, ""
-    if v == 16384:
-        return False, "llama.cpp allocates 16384 cells, but the per-slot cap is also limited by n_ctx_train"
-    return False, "n_ctx_slot = min(n_ctx_seq, n_ctx_train)"
+    f16 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="f16", tokens_per_conversation=8192)
+    if v == f16.conversations:
+        return False, "that is the f16 answer; set kv_type='q8_0'"
+    return False, "capacity.plan(24, 'llama-3.1-8b-q4', kv_type='q8_0', tokens_per_conversation=8192)"
 
 
-@exercise("3.2", "-c 1000 -np 3, split KV: what are n_ctx and n_ctx_seq after llama.cpp's "
-                 "padding? Answer (n_ctx, n_ctx_seq).")
-def _padding(answer):
-    sc = kv.slot_context(1000, 3, False)
-    got = tuple(int(as_number(x)) for x in _tuple(answer, 2))
-    if got == (sc.n_ctx, sc.n_ctx_seq):
-        return True, ""
-    if got[1] == 333 or got[1] == 341:
-        return False, "each stripe is rounded up to a multiple of 256 cells"
-    if got[0] == 1024:
-        return False, ("1000 is first padded to 1024, then n_ctx becomes n_ctx_seq x n_slots "
-                       "once each stripe is padded")
-    return False, "pad256(1000) = 1024; n_ctx_seq = pad256(1024 // 3); n_ctx = n_ctx_seq x 3"
-
-
-@exercise("3.3", "You start llama-server with -c 8192 and no -np. Answer (n_slots, kv_unified, "
-                 "n_ctx_slot) for SmolLM2.")
-def _auto(answer):
-    n, unified, slot = _tuple(answer, 3)
-    n, slot = int(as_number(n)), int(as_number(slot))
-    if isinstance(unified, str):
-        unified = unified.strip().lower() in ("true", "unified", "yes")
-    want = kv.slot_context(8192, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
-    if (n, unified is True, slot) == (4, True, want):
-        return True, ""
-    if n == 1:
-        return False, "-np defaults to auto, and auto means 4 slots"
-    if unified is not True or slot == 2048:
-        return False, "auto also turns on unified KV: each slot may use the whole pool"
-    return False, "auto = 4 slots + unified KV; n_ctx_slot = min(n_ctx, n_ctx_train)"
-
-
-def reserved_at_once(pool: int = 4096, prompt: int = 900, max_tokens: int = 500,
-                     requests: int = 4) -> int:
-    return min(requests, pool // (prompt + max_tokens))
-
-
-@exercise("3.4", "A unified pool of 4096 cells, reserve=True, four requests each with a "
-                 "900-token prompt and max_tokens=500. How many run at the same time?")
-def _reserve(answer):
+@exercise("3.4", f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only {SEED_8B.n_head_kv} "
+                 "KV heads (grouped-query attention). By what factor would its KV cache grow if "
+                 "every query head kept its own keys and values?")
+def _gqa(answer):
     v = as_number(answer)
-    want = reserved_at_once()
-    if v == want:
+    if close(v, SEED_8B.gqa_group):
         return True, ""
-    if v == 4:
-        return False, "4 x (900 + 500) cells is more than the pool; reserve admits only what surely fits"
-    if v == 3:
-        return False, "count the prompt and every token it may generate: 900 + 500 per request"
-    return False, "reserve=True admits a request only when prompt + max_tokens cells are free"
+    if close(v, 1 / SEED_8B.gqa_group):
+        return False, "the question asks how much it would grow: more KV heads, more bytes"
+    return False, "bytes per token are proportional to n_head_kv"

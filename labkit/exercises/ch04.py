@@ -1,118 +1,78 @@
-"""Notebook 04 (slots, live): why batching pays (the speed formula on your machine), the
-worksheet's arithmetic, the gates, reading the result."""
+"""Notebook 04 (split vs unified): padding, the training cap, -np auto, reservations."""
 
 from __future__ import annotations
 
-from . import as_number, as_word, exercise
+from .. import catalog, kv
+from . import as_number, exercise
+
+# The embedded model's training context, from the catalogue (its file says the same).
+SMOLLM2_N_CTX_TRAIN = catalog.get("smollm2-135m").n_ctx_train
 
 
-@exercise("4.1", "12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?")
-def _tok_s(answer):
+def _tuple(answer, n):
+    if not isinstance(answer, (tuple, list)) or len(answer) != n:
+        raise ValueError(f"expected a tuple of {n} values")
+    return tuple(answer)
+
+
+@exercise("4.1", "SmolLM2 was trained on 8192 tokens. With -c 16384 -np 1 (split KV), what "
+                 "n_ctx_slot does the server report?")
+def _train_cap(answer):
+    want = kv.slot_context(16384, 1, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
     v = as_number(answer)
-    want = 12 * 64 / 8
-    if abs(v - want) < 0.01:
+    if v == want:
         return True, ""
-    if abs(v - 64 / 8) < 0.01:
-        return False, "count every document's tokens: the run produced 12 x 64 of them"
-    return False, "output tok/s = sum of generated tokens / the run's wall time"
+    if v == 16384:
+        return False, "llama.cpp allocates 16384 cells, but the per-slot cap is also limited by n_ctx_train"
+    return False, "n_ctx_slot = min(n_ctx_seq, n_ctx_train)"
 
 
-def _bool(answer) -> bool:
-    if isinstance(answer, bool):
-        return answer
-    if hasattr(answer, "item") and isinstance(answer.item(), bool):
-        return answer.item()
-    w = as_word(answer)
-    if w in ("true", "yes", "pass", "passes"):
-        return True
-    if w in ("false", "no", "fail", "fails"):
-        return False
-    raise ValueError("answer True or False")
-
-
-@exercise("4.2", "Fits every document, every first token in time, 11 of 12 answers correct: does it pass?")
-def _gates(answer):
-    if _bool(answer) is False:
+@exercise("4.2", "-c 1000 -np 3, split KV: what are n_ctx and n_ctx_seq after llama.cpp's "
+                 "padding? Answer (n_ctx, n_ctx_seq).")
+def _padding(answer):
+    sc = kv.slot_context(1000, 3, False)
+    got = tuple(int(as_number(x)) for x in _tuple(answer, 2))
+    if got == (sc.n_ctx, sc.n_ctx_seq):
         return True, ""
-    return False, "all three gates must hold: every answer correct is one of them"
+    if got[1] == 333 or got[1] == 341:
+        return False, "each stripe is rounded up to a multiple of 256 cells"
+    if got[0] == 1024:
+        return False, ("1000 is first padded to 1024, then n_ctx becomes n_ctx_seq x n_slots "
+                       "once each stripe is padded")
+    return False, "pad256(1000) = 1024; n_ctx_seq = pad256(1024 // 3); n_ctx = n_ctx_seq x 3"
 
 
-@exercise("4.3", "-c 4096 -np 4 split KV, a 2048-token document: which gate fails?")
-def _fits(answer):
-    w = as_word(answer)
-    if w in ("fits context", "fits", "context", "fit", "fits the context"):
+@exercise("4.3", "You start llama-server with -c 8192 and no -np. Answer (n_slots, kv_unified, "
+                 "n_ctx_slot) for SmolLM2.")
+def _auto(answer):
+    n, unified, slot = _tuple(answer, 3)
+    n, slot = int(as_number(n)), int(as_number(slot))
+    if isinstance(unified, str):
+        unified = unified.strip().lower() in ("true", "unified", "yes")
+    want = kv.slot_context(8192, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
+    if (n, unified is True, slot) == (4, True, want):
         return True, ""
-    if w in ("ttft", "waits", "ttft ok", "correct", "all correct"):
-        return False, ("each split slot holds 4096 / 4 = 1024 cells; the request is refused before "
-                       "any first token or answer exists")
-    raise ValueError("answer 'fits context', 'ttft' or 'correct'")
+    if n == 1:
+        return False, "-np defaults to auto, and auto means 4 slots"
+    if unified is not True or slot == 2048:
+        return False, "auto also turns on unified KV: each slot may use the whole pool"
+    return False, "auto = 4 slots + unified KV; n_ctx_slot = min(n_ctx, n_ctx_train)"
 
 
-@exercise("4.4", "1.5x the total tok/s, 1.3x the median completion time: single requests faster or slower?")
-def _slower(answer):
-    w = as_word(answer)
-    if w in ("slower", "slow"):
-        return True, ""
-    if w in ("faster", "fast"):
-        return False, "completion time is per request: 1.3x as long means each request took longer"
-    raise ValueError("answer 'faster' or 'slower'")
+def reserved_at_once(pool: int = 4096, prompt: int = 900, max_tokens: int = 500,
+                     requests: int = 4) -> int:
+    return min(requests, pool // (prompt + max_tokens))
 
 
-#: How far a batch-1 prediction may be from bandwidth / weight bytes (a GB read as a GiB, the
-#: file's size for its tensor bytes, or the KV cache added, all stay inside it).
-SPEED_TOLERANCE = 0.10
-
-
-@exercise("4.5", "From your measured memory bandwidth and the bytes one decode step reads, predict "
-                 "one stream's decode tok/s (batch 1).")
-def _speed(answer):
-    from ..roofline import machine, model_cost
+@exercise("4.4", "A unified pool of 4096 cells, reserve=True, four requests each with a "
+                 "900-token prompt and max_tokens=500. How many run at the same time?")
+def _reserve(answer):
     v = as_number(answer)
-    m, c = machine(), model_cost()
-    want = m.bandwidth / c.weight_bytes
-    formula = (f"{m.bandwidth / 1e9:.2f} GB/s / {c.weight_bytes / 1e6:.1f} MB of weights "
-               f"= {want:.0f} tok/s")
-    if abs(v / want - 1) <= SPEED_TOLERANCE:
-        return True, (f"the speed formula on your latest measurement: {formula}. Compare it with "
-                      f"the batch-1 decode rate the sweep measured.")
-    if abs(v / (m.bandwidth / c.matrix_params) - 1) <= SPEED_TOLERANCE:
-        return False, ("that divides by the parameter count; divide by the bytes the weights take "
-                       "in the file (quantized weights take less than a byte each here)")
-    if abs(v / (m.flops / c.flops_per_token) - 1) <= SPEED_TOLERANCE:
-        return False, ("that is the arithmetic ceiling (rate / FLOPs per token); at batch 1 the "
-                       "memory is the slower side: divide the bandwidth by the weight bytes")
-    if not 0.01 < v / want < 100:
-        return False, ("check the units: bandwidth in bytes per second divided by bytes per "
-                       "token gives tokens per second")
-    return False, (f"one stream reads every weight once per token: tok/s = bandwidth (bytes/s) "
-                   f"/ weight bytes, within {SPEED_TOLERANCE:.0%}")
-
-
-OPEN_MIN_WORDS = 15
-BANDWIDTH_MODEL_ANSWER = (
-    "Model answer: memory capacity and memory bandwidth buy different things. Capacity decides "
-    "what fits: a bigger model, or more KV cache for more streams at once; it does not make one "
-    "stream faster. Bandwidth sets the ceiling of one stream's speed: the speed formula, "
-    "bandwidth / weight bytes. My sweep says how close a stream gets to that ceiling. Close to "
-    "it (a GPU, where arithmetic is plentiful), twice the bandwidth gives nearly twice the tokens "
-    "per second and batching is almost free up to the crossover batch, so for a few users the "
-    "faster memory is the better buy. Far below it (a small CPU, where the per-token arithmetic "
-    "and the per-step work set the speed), more bandwidth buys little and more arithmetic buys "
-    "more. Either way prefill stayed flat in the batch: for prompt-heavy work such as the "
-    "extraction set the lever is arithmetic, not memory.\n"
-    "Rubric: (1) separates capacity (what fits: model size, streams at once) from bandwidth (how "
-    "fast one stream can decode); (2) quotes your speed-formula figure and your measured batch-1 "
-    "rate, and says how close they were; (3) uses your sweep: how the total grew with the batch "
-    "and where it stopped, and that prefill stayed flat; (4) matches the purchase to the "
-    "workload: one user, many streams, or long prompts.")
-
-
-@exercise("4.6", "Open question: what do your numbers say about buying a GPU with more memory "
-                 "against one with more memory bandwidth?")
-def _bandwidth_or_memory(answer):
-    if not isinstance(answer, str):
-        raise TypeError("answer in words, between quotes")
-    if len(answer.split()) < OPEN_MIN_WORDS:
-        return False, (f"write two or three sentences (at least {OPEN_MIN_WORDS} words) that use "
-                       "your own figures: your bandwidth, your batch-1 rate, your sweep")
-    return True, "compare yours with this.\n" + BANDWIDTH_MODEL_ANSWER
+    want = reserved_at_once()
+    if v == want:
+        return True, ""
+    if v == 4:
+        return False, "4 x (900 + 500) cells is more than the pool; reserve admits only what surely fits"
+    if v == 3:
+        return False, "count the prompt and every token it may generate: 900 + 500 per request"
+    return False, "reserve=True admits a request only when prompt + max_tokens cells are free"

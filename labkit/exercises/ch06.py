@@ -1,69 +1,52 @@
-"""Notebook 06 (scheduling): policies, starvation, bounded queues, batch size."""
+"""Notebook 06 (counter-examples): continuous batching isolated, over-long inputs, dependent
+tasks, the prefix cache."""
 
 from __future__ import annotations
 
 from . import as_number, as_word, exercise
 
-POLICY_WORDS = {"fifo": "fifo", "first in first out": "fifo", "sjf": "sjf",
-                "shortest job first": "sjf", "priority": "priority", "fair": "fair",
-                "fair share": "fair", "fairshare": "fair", "vtc": "fair"}
 
-
-def _policy(answer) -> str:
-    w = as_word(answer)
-    if w not in POLICY_WORDS:
-        raise ValueError(f"name one of fifo, sjf, priority, fair (got {answer!r})")
-    return POLICY_WORDS[w]
-
-
-@exercise("6.1", "Short requests keep arriving faster than the server can serve them. Under which "
-                 "policy can a long request wait for ever? (fifo, sjf, priority or fair)")
-def _starves(answer):
-    p = _policy(answer)
-    if p == "sjf":
+@exercise("6.1", "Which single setting do you switch between two otherwise identical runs to show "
+                 "what continuous batching changes?")
+def _isolate(answer):
+    w = as_word(answer).replace(" ", "_")
+    if w in ("cont_batching", "continuous_batching", "no_cont_batching"):
         return True, ""
-    if p == "fifo":
-        return False, "FIFO serves everyone in arrival order: a long request waits its turn, never longer"
-    return False, "which policy always picks the request with the fewest tokens still to generate?"
+    if w in ("slots", "np", "n_slots", "kv_unified", "unified"):
+        return False, ("changing slots or the KV mode changes the whole configuration; only "
+                       "--cont-batching / --no-cont-batching isolates the scheduling mechanism")
+    raise ValueError("answer 'cont_batching', 'slots' or 'kv_unified'")
 
 
-@exercise("6.2", "One user sends 85% of the requests and the other 15%. Which policy keeps the "
-                 "light user's wait short even when the heavy user floods the queue?")
-def _fair(answer):
-    p = _policy(answer)
-    if p == "fair":
+@exercise("6.2", "A 5000-token prompt to a 4096-token slot came back with HTTP 200. What do you check first?")
+def _truncation(answer):
+    w = as_word(answer).replace(" ", "_")
+    if w in ("prompt_tokens", "usage.prompt_tokens", "usage", "prompt_n"):
         return True, ""
-    if p == "priority":
-        return False, "priority looks at a label on each request, not at who has already been served"
-    return False, "look for the policy that counts the tokens served to each user"
+    if w in ("finish_reason",):
+        return False, ("finish_reason says why generation stopped, not whether the input was cut: "
+                       "compare the tokens the server read with the prompt's length")
+    raise ValueError("answer 'prompt_tokens' or 'finish_reason'")
 
 
-def queue_refusals(n: int = 10, slots: int = 2, max_queue: int = 4) -> int:
-    """Requests refused at once when ``n`` arrive together at an idle server."""
-    return max(0, n - slots - max_queue)
-
-
-@exercise("6.3", "A server with 2 idle slots and a bounded queue of 4 (--max-queue 4) receives 10 "
-                 "requests at the same moment. How many are refused at once (HTTP 503)?")
-def _bounded(answer):
+@exercise("6.3", "8 independent summaries then 1 merge, 4 slots: most model calls at the same time?")
+def _dependent(answer):
     v = as_number(answer)
-    want = queue_refusals()
-    if v == want:
+    if v == 4:
         return True, ""
-    if v == 6:
-        return False, "the 2 idle slots take 2 requests straight away; the queue holds 4 more"
-    if v == 8:
-        return False, "the queue holds 4 requests besides the ones the slots take"
-    return False, "accepted = free slots + queue length; the rest are refused"
+    if v in (8, 9):
+        return False, "only 4 slots exist, and the merge must wait for all eight summaries"
+    if v == 5:
+        return False, "the merge needs every summary first, so it never runs beside them"
+    return False, "the independent summaries share the 4 slots; the merge runs after them"
 
 
-@exercise("6.4", "The server is already saturated (the queue never empties). You double the slots. "
-                 "Does each stream's tok/s go up or down?")
-def _batch(answer):
-    w = as_word(answer)
-    if w in ("down", "falls", "fall", "lower", "decreases", "slower"):
+@exercise("6.4", "700 identical leading tokens + a ~60-token document, cache on, one slot: about how "
+                 "many prompt tokens does the second request process anew (60 or 760)?")
+def _prefix(answer):
+    v = as_number(answer)
+    if 40 <= v <= 100:
         return True, ""
-    if w in ("up", "rises", "rise", "higher", "increases", "faster"):
-        return False, ("the total may rise a little, but every step now carries more sequences, "
-                       "so each one gets its next token later")
-    raise ValueError("answer 'up' or 'down'")
+    if v >= 700:
+        return False, "the first 700 tokens are identical to the previous prompt and stay in the slot's cache"
+    return False, "only the part after the shared prefix is new: about the document's length"

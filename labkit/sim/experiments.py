@@ -7,7 +7,7 @@ notebooks' ready-made experiments.
 - :func:`restaurant_runs`, :func:`restaurant`, :func:`summarize`: one evening of
   guests through static, dynamic and continuous batching (notebook 01).
 - :func:`load_run`: one evening of short and long answers at an arrival rate, under a
-  scheduling policy (notebook 06).
+  scheduling policy (notebook 07).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def restaurant_summary(**kw) -> pd.DataFrame:
     return restaurant(**kw).summary
 
 
-# ---------------------------------------------------------------------------- load (notebook 06)
+# ---------------------------------------------------------------------------- load (notebook 07)
 
 def load_run(rate: float = 2.0, slots: int = 4, policy: str = "fifo", n: int = 200,
              long_share: float = 0.3, seed: int = 1) -> dict:
