@@ -249,6 +249,7 @@ class _Engine:
     def _admit(self):
         limit = self._gate()
         policy, kv, free = self.policy, self.kv, self.free
+        policy.now = self.now                          # a policy whose order changes with time reads it
         while limit and len(policy) and free:
             req = policy.peek()
             job = self.jobs[req.id]

@@ -38,6 +38,9 @@ class Policy:
     name = "base"
     #: True if the engine should report served tokens through :meth:`charge`.
     tracks_service = False
+    #: The simulated time of the admission being decided; the engine sets it before each one,
+    #: so a policy whose order changes with time (aging) can read the clock.
+    now: float = 0.0
 
     def push(self, req: Request, now: float, front: bool = False) -> None:
         raise NotImplementedError
