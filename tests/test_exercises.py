@@ -2,8 +2,10 @@
 "not answered yet" without raising to ``...`` or None; the worked solutions in
 notebooks/solutions/ pass when put into the notebooks' own exercise cells."""
 
+import inspect
 import re
 import runpy
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -123,6 +125,14 @@ def test_notebook_exercise_cells_match_the_registry(nb_key):
     assert set(solutions(nb_key)) == {f"answer_{i.replace('.', '_')}" for i in found}
 
 
+def _answer_source(name: str, answer) -> str:
+    """The line that puts a worked answer in place of ``name = ...``: its value, or, for a code
+    exercise, the solution function's own source (a ``def name(...)``, imports inside it)."""
+    if callable(answer):
+        return textwrap.dedent(inspect.getsource(answer)).rstrip()
+    return f"{name} = {answer!r}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("nb_key", sorted(NOTEBOOKS))
 def test_solutions_pass_inside_the_notebook(nb_key, tmp_path):
@@ -137,7 +147,7 @@ def test_solutions_pass_inside_the_notebook(nb_key, tmp_path):
         if cell.cell_type != "code" or not ({"setup", "exercise"} & set(tags)):
             continue
         if "exercise" in tags:
-            cell.source = ANSWER_LINE.sub(lambda m: f"{m.group(1)} = {answers[m.group(1)]!r}",
+            cell.source = ANSWER_LINE.sub(lambda m: _answer_source(m.group(1), answers[m.group(1)]),
                                           cell.source)
         keep.append(cell)
     ids = exercises.ids(f"{nb_key}.")
