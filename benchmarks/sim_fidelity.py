@@ -1,32 +1,46 @@
 #!/usr/bin/env python
-"""Simulator fidelity: fit the cost model on some live runs, predict held-out ones.
+"""Simulator fidelity: calibrate the cost model on one run, predict runs it never saw.
 
-Live runs: labkit's server (started by the launcher) and labkit.bench's client, closed
-loop with as many requests in flight as slots, temperature 0, cache_prompt false. Each run
-keeps the client's per-request rows (prompt and completion tokens, TTFT, wall) and the
-engine's step trace (GET /trace).
+Calibration (the only run the model is fitted on): labkit.bench.calibration, prompts
+log-spaced from 64 to about 2048 tokens, answers of spread fixed lengths (ignore_eos), 1, 2
+and 4 requests in flight on one 4-slot labkit server. The step cost
 
-Fit: the cost model on the step traces of the *fit* configurations (default: the short set
-at 1 and 4 slots). Predict: every configuration, fit and held out (default held out: the
-short set at 2 slots, the long set at 1, 2 and 4 slots), by replaying the very requests of
-the live run (exact prompt and completion token counts, in the order the client sent
-them, closed loop, in flight = slots) in labkit.sim with the fitted cost, then comparing
-aggregate throughput (completion tokens / wall) and median TTFT with the live run.
+    a + b*prefill + c*decode + d*attended + e*prefill_attn
 
-Three cost models, each adding one effect, show what matters:
+is fitted on its step periods (llama_decode plus the host work up to the next step), with a
+bootstrap over steps for each coefficient; the per-request time outside the engine is read
+off its 1-in-flight phase.
 
-  decode   a + b*prefill + c*decode + d*attended fitted on llama_decode's own duration
-           (the trace's dur_s), as `labkit.sim.fit(engine.trace_df())` does;
-  +host    the same terms fitted on the step *period* (llama_decode plus the host work up
-           to the next step: sampling, streaming, planning), labkit.sim.calibrate.step_periods;
-  +client  +host, plus a fixed per-request time outside the engine (HTTP, chat template,
-           tokenization, first chunk's delivery), estimated on the 1-slot fit run only
-           (labkit.sim.calibrate.client_overhead). This is the headline model.
+Held out (none used for fitting), each on a fresh labkit server, temperature 0,
+cache_prompt false, -c 16384 split KV:
 
-    python benchmarks/sim_fidelity.py                     # about 6 minutes on 2 cores
-    python benchmarks/sim_fidelity.py --long-docs 12 --out results/sim_fidelity   # ~15 min
+  short:2              the short set (prompts of ~178 tokens), closed loop, 2 in flight
+  long:1, long:2, long:4   the long set (2048-token prompts), closed loop, in flight = slots
+  mixed@RATE           8 short and 4 long documents interleaved, open loop, Poisson
+                       arrivals at each --rates (one below, one near saturation), 4 slots
 
-Before every run it waits until the 1-minute load average is below --max-load.
+Every held-out run is replayed in labkit.sim (the same requests: exact prompt and
+completion token counts; closed loop in the client's order, or open loop at the client's
+send times) and compared with the live run: aggregate tok/s (completion tokens / wall),
+TTFT p50, mean and p90.
+
+Models compared:
+
+  new       the five-term cost fitted on the calibration run (this script's headline);
+  new-abcd  the same calibration run, without the prefill-attention term e (ablation);
+  earlier   the four-term cost fitted on the short set at 1 and 4 slots (the model
+            docs/SIMULATOR.md measured first; its fit runs, short:1 and short:4, are
+            measured here again so both models face the same held-out runs).
+
+All three use one request entering the engine at a time (serial ingress) with their own
+per-request time outside the engine.
+
+    python benchmarks/sim_fidelity.py --out results/sim_fidelity      # ~15 min on 2 cores
+    python benchmarks/sim_fidelity.py --report-from results/sim_fidelity
+
+Before every run it waits (at most --max-wait seconds) until the 1-minute load average is
+below --max-load, and repeats a run during which others used more than --max-foreign cores;
+the load it saw is recorded either way.
 """
 
 from __future__ import annotations
@@ -44,26 +58,46 @@ import numpy as np
 import pandas as pd
 
 from labkit import bench, sim
-from labkit.bench import harness
+from labkit.bench import calibration, harness
 from labkit.bench.client import Sampling
 from labkit.bench.harness import QuietMachine
 from labkit.bench.runner import measure_target
+from labkit.bench.workload import Workload
 from labkit.bench.worksheet import run_summary
 from labkit.launch import ServerConfig, launch
-from labkit.sim.calibrate import client_overhead, host_share, replay, step_periods, turnaround
+from labkit.sim.calibrate import replay, replay_open, step_periods, turnaround
+from labkit.sim.features import with_prefill_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.10
+METRICS = ("tok_s", "ttft_p50", "ttft_mean", "ttft_p90")
+MODELS = ("new", "new-abcd", "earlier")
+HEAD = "new"
 
 
-def parse_config(text: str) -> tuple[str, int]:
+def parse_config(text: str):
+    """``short:2`` -> ("short", 2, None); ``mixed@0.25`` -> ("mixed", slots, 0.25)."""
+    if "@" in text:
+        name, rate = text.split("@")
+        return name, None, float(rate)
     wl, n = text.split(":")
-    return wl, int(n)
+    return wl, int(n), None
 
 
-def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine) -> dict:
-    """One run on a fresh labkit server: the client's rows and the steps the engine took
-    for them (the warm-up's left out), kept only if the machine stayed quiet."""
+def mixed_workload(n_short: int = 8, n_long: int = 4) -> Workload:
+    """Short and long documents interleaved (two short, one long, ...)."""
+    short, long = bench.load_workload("short"), bench.load_workload("long")
+    docs, s, lg = [], iter(short.documents[:n_short]), iter(long.documents[:n_long])
+    for i in range(n_short + n_long):
+        d = next(lg, None) if i % 3 == 2 else next(s, None)
+        d = d or next(s, None) or next(lg)
+        docs.append(d)
+    return Workload("mixed", docs, short.prompt, f"{n_short} short and {n_long} long, interleaved")
+
+
+def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine, rate=None) -> dict:
+    """One run on a fresh labkit server: the client's rows and the engine's step and slot
+    traces for them (the warm-up's left out), kept only if the machine stayed quiet."""
     cfg = ServerConfig(kind="labkit", n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
                        n_batch=a.batch, n_ubatch=a.ubatch, n_threads=a.threads)
     sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
@@ -76,17 +110,26 @@ def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine) -> dict:
             with monitor:
                 rows, _, _ = measure_target(harness.target_of(srv), wl, slots,
                                             sampling=sampling, warmup=False, round_=round_,
-                                            sample_memory=False)
+                                            sample_memory=False, rate=rate,
+                                            arrival_seed=round_)
             steps = harness.fetch_trace(srv.base_url, since)
-        return rows, steps, shlex.join(srv.command)
+            slot_rows = harness.fetch_trace(srv.base_url, since, kind="slots")
+        return rows, steps, slot_rows
 
-    run = quiet.run(measure, f"{wl.name}:{slots}")
-    rows, steps, command = run.result
+    label = f"{wl.name}:{slots}" + (f"@{rate:g}" if rate else "")
+    run = quiet.run(measure, label)
+    rows, steps, slot_rows = run.result
+    return {"config": label, "workload": wl.name, "slots": slots, "rate": rate,
+            "round": round_, "rows": rows, "steps": with_prefill_attention(steps, slot_rows),
+            "load1": run.load1, "foreign": run.foreign_cores, "discarded": run.discarded,
+            **live_figures(rows)}
+
+
+def live_figures(rows: pd.DataFrame) -> dict:
     s = run_summary(rows).iloc[0]
-    return {"workload": wl.name, "slots": slots, "round": round_, "rows": rows,
-            "steps": steps, "load1": run.load1, "command": command,
-            "foreign": run.foreign_cores, "discarded": run.discarded,
-            "tok_s": float(s.output_tok_s), "ttft_p50": float(s.ttft_p50_s),
+    ttft = pd.to_numeric(rows["ttft_s"], errors="coerce")
+    return {"tok_s": float(s.output_tok_s), "ttft_p50": float(ttft.median()),
+            "ttft_mean": float(ttft.mean()), "ttft_p90": float(ttft.quantile(0.9)),
             "errors": int(s.errors), "wall_s": float(s.wall_s)}
 
 
@@ -95,224 +138,244 @@ def rel(pred: float, live: float) -> float:
 
 
 def pct(x: float) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:+.1%}"
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.1%}"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--fit", nargs="+", default=["short:1", "short:4"],
-                   help="configurations to fit on, WORKLOAD:SLOTS (default short:1 short:4)")
-    p.add_argument("--held-out", nargs="+", default=["short:2", "long:1", "long:2", "long:4"],
-                   help="configurations to predict (default short:2 long:1 long:2 long:4)")
+    p.add_argument("--held-out", nargs="+",
+                   default=["short:2", "long:1", "long:2", "long:4"],
+                   help="closed-loop configurations to predict, WORKLOAD:SLOTS")
+    p.add_argument("--rates", type=float, nargs="*", default=[0.1, 0.25],
+                   help="Poisson rates (requests/s) of the mixed open-loop runs")
+    p.add_argument("--mixed-slots", type=int, default=4)
+    p.add_argument("--earlier-fit", nargs="*", default=["short:1", "short:4"],
+                   help="the earlier model's fit runs (measured again; empty: skip it)")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--quick-calibration", action="store_true",
+                   help="calibrate in quick mode (prompts up to 1024 tokens, 1 and 2 in flight)")
     p.add_argument("--threads", "-t", type=int, default=2)
     p.add_argument("--n-ctx", type=int, default=16384,
                    help="KV pool (split; 16384 leaves each of 4 slots room for a long prompt)")
     p.add_argument("--batch", "-b", type=int, default=2048)
     p.add_argument("--ubatch", "-ub", type=int, default=512)
-    p.add_argument("--docs", type=int, default=None, help="first N documents of each workload")
     p.add_argument("--long-docs", type=int, default=4,
-                   help="first N documents of the long set (default 4, about 40 s a run on 2 "
-                        "cores; 12 for the whole set, about 2 min a run)")
+                   help="first N documents of the long set (default 4, about 40 s a run)")
     QuietMachine.add_arguments(p)
+    p.add_argument("--max-wait", type=float, default=300.0,
+                   help="most seconds to wait for a quiet machine before each run (then it "
+                        "runs anyway and the load is recorded)")
     p.add_argument("--out", default=None)
     p.add_argument("--report-from", default=None, metavar="DIR",
                    help="measure nothing: fit and predict again from a run saved with --out")
     a = p.parse_args(argv)
-
-    fit_cfgs = [parse_config(c) for c in a.fit]
-    held = [parse_config(c) for c in a.held_out if parse_config(c) not in fit_cfgs]
-    one_slot_fit = [c for c in fit_cfgs if c[1] == 1]
-    if not one_slot_fit:
-        sys.exit("the fit set needs a 1-slot configuration (it sets the per-request overhead)")
-    workloads = {}
-    for name, _ in fit_cfgs + held:
-        if name not in workloads:
-            wl = bench.load_workload(name)
-            n_docs = a.long_docs if name == "long" and a.long_docs else a.docs
-            workloads[name] = wl.head(n_docs) if n_docs else wl
     if a.report_from:
-        return report_from(Path(a.report_from), fit_cfgs, held, a)
+        return report_from(Path(a.report_from), a)
+
+    held = [parse_config(c) for c in a.held_out] + [("mixed", a.mixed_slots, r) for r in a.rates]
+    earlier = [parse_config(c) for c in a.earlier_fit]
+    workloads = {"short": bench.load_workload("short"),
+                 "long": bench.load_workload("long").head(a.long_docs),
+                 "mixed": mixed_workload()}
     started = dt.datetime.now().astimezone()
     cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
-
     quiet = QuietMachine.from_args(a)
+    quiet.max_wait_s = a.max_wait
+
+    t0 = time.perf_counter()
+    cal = calibration.run(quick=a.quick_calibration, the_plan=None, n_threads=a.threads,
+                          n_batch=a.batch, n_ubatch=a.ubatch, quiet=quiet, progress=True)
+    print(f"calibration: {len(cal.rows)} requests, {len(cal.steps)} steps, "
+          f"loads {', '.join(f'{x:.2f}' for x in cal.load1)}, others "
+          f"{', '.join(f'{x:.2f}' for x in cal.foreign)} cores "
+          f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     runs = []
     for r in range(a.rounds):
-        order = fit_cfgs + held
+        order = earlier + held
         order = order if r % 2 == 0 else order[::-1]
-        for name, n in order:
+        for name, n, rate in order:
             t0 = time.perf_counter()
-            run = live_run(workloads[name], n, a, r, quiet)
+            run = live_run(workloads[name], n, a, r, quiet, rate)
+            run["role"] = "held out, earlier fit" if (name, n, rate) in earlier else "held out"
             runs.append(run)
-            print(f"round {r + 1}/{a.rounds} {name}:{n}  {run['tok_s']:6.1f} tok/s  "
+            print(f"round {r + 1}/{a.rounds} {run['config']}  {run['tok_s']:6.1f} tok/s  "
                   f"TTFT p50 {run['ttft_p50'] * 1e3:6.0f} ms  {len(run['steps'])} steps  "
                   f"errors {run['errors']}  load {run['load1']:.2f}  "
                   f"others {run['foreign']:.2f} cores  "
                   f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     ended = dt.datetime.now().astimezone()
+    loads = [x["load1"] for x in runs] + list(cal.load1)
+    foreign = [x["foreign"] for x in runs] + list(cal.foreign)
     head = [f"Command: `{cmdline}`",
-            f"Date: {started:%Y-%m-%d %H:%M}-{ended:%H:%M %Z}; 1-minute load average at the "
-            f"start of each run: {min(x['load1'] for x in runs):.2f}-"
-            f"{max(x['load1'] for x in runs):.2f} (waited for < {a.max_load}); other "
-            f"processes' CPU during the kept runs: {max(x['foreign'] for x in runs):.2f} cores "
-            f"at most; runs repeated because others were busy: "
+            f"Date: {started:%Y-%m-%d %H:%M}-{ended:%H:%M %Z}; machine: {os.cpu_count()}-core "
+            f"VM, shared; 1-minute load average at the start of each run: {min(loads):.2f}-"
+            f"{max(loads):.2f} (waited up to {a.max_wait:.0f} s for < {a.max_load}"
+            + ("; never got quiet before some runs" if max(loads) >= a.max_load else "")
+            + f"); other processes' CPU during the kept runs: {max(foreign):.2f} cores at "
+            f"most; runs repeated because others were busy: "
             f"{sum(x['discarded'] for x in runs)}",
+            f"Calibration: {'quick' if a.quick_calibration else 'full'} plan, "
+            f"{len(cal.plan.requests)} requests (prompts "
+            f"{min(q for q, _ in cal.plan.requests)}-{max(q for q, _ in cal.plan.requests)} "
+            f"tokens, answers {min(o for _, o in cal.plan.requests)}-"
+            f"{max(o for _, o in cal.plan.requests)}) at {', '.join(map(str, cal.plan.in_flight))}"
+            f" in flight, {cal.seconds:.0f} s",
             f"labkit server: -c {a.n_ctx} split KV, -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
-            f"{a.rounds} round(s) per configuration, fresh server per run, closed loop, "
-            f"in flight = slots, temperature 0, cache_prompt false; documents: " + ", ".join(
-                f"{w.name} {len(w)}" for w in workloads.values())]
-    out, t = analyze(runs, fit_cfgs, held, one_slot_fit, a)
+            f"{a.rounds} round(s) per held-out configuration, fresh server per run, "
+            f"temperature 0, cache_prompt false; long set: first {a.long_docs} documents; "
+            f"mixed: 8 short + 4 long, Poisson at {', '.join(f'{x:g}' for x in a.rates)}/s "
+            f"on {a.mixed_slots} slots"]
+    out, t = analyze(runs, cal.steps, cal.rows, a)
     print("\n".join(head + [""] + out))
     if a.out:
         d = Path(a.out)
         d.mkdir(parents=True, exist_ok=True)
         t.to_csv(d / "fidelity.csv", index=False)
-        pd.concat([x["rows"].assign(config=f"{x['workload']}:{x['slots']}")
+        pd.concat([x["rows"].assign(config=x["config"])
                    .drop(columns=["usage", "timings"], errors="ignore") for x in runs]
                   ).to_csv(d / "rows.csv", index=False)
-        pd.concat([x["steps"].assign(config=f"{x['workload']}:{x['slots']}", round=x["round"])
-                   for x in runs]).to_csv(d / "steps.csv", index=False)
-        pd.DataFrame([{k: x[k] for k in ("workload", "slots", "round", "load1", "foreign",
-                                         "discarded", "command")} for x in runs]
+        pd.concat([x["steps"].assign(config=x["config"], round=x["round"]) for x in runs]
+                  ).to_csv(d / "steps.csv", index=False)
+        pd.DataFrame([{k: x[k] for k in ("config", "workload", "slots", "rate", "round", "role",
+                                         "load1", "foreign", "discarded")} for x in runs]
                      ).to_csv(d / "runs.csv", index=False)
+        cal.steps.to_csv(d / "calibration_steps.csv", index=False)
+        cal.rows.drop(columns=["usage", "timings"], errors="ignore").to_csv(
+            d / "calibration_rows.csv", index=False)
         (d / "header.txt").write_text("\n".join(head) + "\n")
         (d / "report.md").write_text("\n".join(head + [""] + out) + "\n")
     return 0
 
 
-def report_from(d: Path, fit_cfgs, held, a) -> int:
+def report_from(d: Path, a) -> int:
     """Fit and predict again from saved live runs; the header lines are kept as they were."""
     rows = pd.read_csv(d / "rows.csv")
     steps = pd.read_csv(d / "steps.csv")
-    meta = pd.read_csv(d / "runs.csv") if (d / "runs.csv").exists() else None
+    meta = pd.read_csv(d / "runs.csv")
     runs = []
-    for (cfg, rnd), g in rows.groupby(["config", "round"], sort=False):
-        name, n = parse_config(cfg)
-        st = steps[(steps["config"] == cfg) & (steps["round"] == rnd)] \
+    for _, m in meta.iterrows():
+        g = rows[(rows["config"] == m["config"]) & (rows["round"] == m["round"])]
+        st = steps[(steps["config"] == m["config"]) & (steps["round"] == m["round"])] \
             .drop(columns=["config", "round"]).reset_index(drop=True)
-        summ = run_summary(g).iloc[0]
-        m = {}
-        if meta is not None:
-            mm = meta[(meta["workload"] == name) & (meta["slots"] == n) & (meta["round"] == rnd)]
-            m = mm.iloc[0].to_dict() if len(mm) else {}
-        runs.append({"workload": name, "slots": n, "round": rnd, "rows": g, "steps": st,
-                     "load1": m.get("load1", float("nan")),
-                     "foreign": m.get("foreign", float("nan")),
-                     "tok_s": float(summ.output_tok_s), "ttft_p50": float(summ.ttft_p50_s),
-                     "errors": int(summ.errors)})
-    header = d / "header.txt" if (d / "header.txt").exists() else d / "report.md"
-    head = header.read_text().split("\n\n")[0].strip()
-    one_slot_fit = [c for c in fit_cfgs if c[1] == 1]
-    out, _ = analyze(runs, fit_cfgs, held, one_slot_fit, a)
+        rate = None if pd.isna(m["rate"]) else float(m["rate"])
+        runs.append({**m.to_dict(), "rate": rate, "rows": g, "steps": st, **live_figures(g)})
+    head = (d / "header.txt").read_text().strip()
+    out, _ = analyze(runs, pd.read_csv(d / "calibration_steps.csv"),
+                     pd.read_csv(d / "calibration_rows.csv"), a)
     print(head + "\n\n" + "\n".join(out))
     return 0
 
 
-def analyze(runs, fit_cfgs, held, one_slot_fit, a):
-    """Fit on the fit runs, replay every run; the report lines and the table."""
-    # ------------------------------------------------------------ fit
-    fit_runs = [x for x in runs if (x["workload"], x["slots"]) in fit_cfgs]
-    one_runs = [x for x in fit_runs if (x["workload"], x["slots"]) in one_slot_fit]
-    decode_fit = sim.fit(pd.concat([x["steps"] for x in fit_runs], ignore_index=True),
-                         name="decode")
-    host_fit = sim.fit(pd.concat([step_periods(x["steps"]) for x in fit_runs],
-                                 ignore_index=True), name="decode+host")
-    resid = [client_overhead(x["rows"], host_fit.cost, n_batch=a.batch) for x in one_runs]
-    rtt_resid = float(np.median(resid))
-    turns = [turnaround(x["steps"]) for x in one_runs]
-    rtt = float(np.median(turns))
-    # In-sample reference (no configuration held out): can the model's form fit them all?
-    all_fit = sim.fit(pd.concat([step_periods(x["steps"]) for x in runs], ignore_index=True),
-                      name="all")
-    # name: (cost, per-request time outside the engine, serial ingress)
-    models = {"decode": (decode_fit.cost, 0.0, False),
-              "+host": (host_fit.cost, 0.0, False),
-              "+client": (host_fit.cost, rtt_resid, False),
-              "+front": (host_fit.cost, rtt, True),
-              "all": (all_fit.cost, rtt, True)}
-    head_model = "+front"
+def fit_models(runs, cal_steps: pd.DataFrame, a) -> dict:
+    """name: (fit, per-request time outside the engine)."""
+    models = {}
+    new = calibration.fit_traces(cal_steps, bootstrap=200, name="new")
+    one = cal_steps[cal_steps["in_flight"] == cal_steps["in_flight"].min()]
+    rtt_cal = turnaround(one)
+    models["new"] = (new, rtt_cal)
+    models["new-abcd"] = (calibration.fit_traces(cal_steps, bootstrap=200, terms="abcd",
+                                                 name="new-abcd"), rtt_cal)
+    fit_runs = [x for x in runs if x["role"] == "held out, earlier fit"]
+    if fit_runs:
+        per = pd.concat([step_periods(x["steps"]) for x in fit_runs], ignore_index=True)
+        f = sim.fit(per, terms="abcd", weight="absolute", bootstrap=200, name="earlier")
+        ones = [turnaround(x["steps"]) for x in fit_runs if x["slots"] == 1]
+        models["earlier"] = (f, float(np.median(ones)) if ones else 0.0)
+    return models
 
-    # ------------------------------------------------------------ predict
+
+def predict(run, cost, rtt, a):
+    if run["rate"]:
+        return replay_open(run["rows"], slots=run["slots"], cost=cost, rtt_s=rtt,
+                           serial_ingress=True, n_batch=a.batch)
+    return replay(run["rows"], slots=run["slots"], cost=cost, rtt_s=rtt, serial_ingress=True,
+                  n_batch=a.batch)
+
+
+def analyze(runs, cal_steps, cal_rows, a):
+    """Fit on the calibration run, replay every run; the report lines and the table."""
+    models = fit_models(runs, cal_steps, a)
     table = []
-    for name, n in fit_cfgs + held:
-        rs = [x for x in runs if x["workload"] == name and x["slots"] == n]
-        line = {"config": f"{name}, {n} slot{'s' if n > 1 else ''}",
-                "role": "fit" if (name, n) in fit_cfgs else "held out",
-                "live_tok_s": float(np.median([x["tok_s"] for x in rs])),
-                "live_ttft": float(np.median([x["ttft_p50"] for x in rs])),
-                "live_ttft_mean": float(np.median([pd.to_numeric(x["rows"]["ttft_s"]).mean()
-                                                   for x in rs])),
-                "live_steps": float(np.median([len(x["steps"]) for x in rs])),
-                "errors": sum(x["errors"] for x in rs)}
+    configs = list(dict.fromkeys(x["config"] for x in runs))
+    for cfg in configs:
+        rs = [x for x in runs if x["config"] == cfg]
+        line = {"config": cfg, "role": rs[0]["role"], "rounds": len(rs),
+                "errors": sum(x["errors"] for x in rs),
+                "load1_max": max(x["load1"] for x in rs),
+                "foreign_max": max(x["foreign"] for x in rs),
+                "live_steps": float(np.median([len(x["steps"]) for x in rs]))}
+        for m in METRICS:
+            line[f"live_{m}"] = float(np.median([x[m] for x in rs]))
         tr = pd.concat([x["steps"] for x in rs], ignore_index=True)
-        pred = decode_fit.cost.predict(tr)
-        line["step_err_med"] = float(((pred - tr["dur_s"]) / tr["dur_s"]).abs().median())
-        line["decode_time_err"] = rel(float(pred.sum()), float(tr["dur_s"].sum()))
-        line["host_frac"] = float(np.median([host_share(x["steps"])["host_frac"] for x in rs]))
-        for key, (cost, rt, serial) in models.items():
-            preds = [replay(x["rows"], slots=n, cost=cost, rtt_s=rt, serial_ingress=serial,
-                            n_batch=a.batch) for x in rs]
-            line[f"{key}_tok_s"] = float(np.median([q.throughput_tok_s for q in preds]))
-            line[f"{key}_ttft"] = float(np.median([q.ttft_p50_s for q in preds]))
-            line[f"{key}_ttft_mean"] = float(np.median([q.requests["client_ttft"].mean()
-                                                        for q in preds]))
-            line[f"{key}_ttft_mean_err"] = rel(line[f"{key}_ttft_mean"], line["live_ttft_mean"])
+        for key, (f, rtt) in models.items():
+            pred_steps = f.cost.predict(tr)
+            line[f"{key}_decode_time_err"] = rel(float(pred_steps.sum()), float(tr["dur_s"].sum()))
+            preds = [predict(x, f.cost, rtt, a) for x in rs]
+            vals = {"tok_s": [q.throughput_tok_s for q in preds],
+                    "ttft_p50": [q.ttft_p50_s for q in preds],
+                    "ttft_mean": [q.ttft_mean_s for q in preds],
+                    "ttft_p90": [q.ttft_p90_s for q in preds]}
+            for m in METRICS:
+                line[f"{key}_{m}"] = float(np.median(vals[m]))
+                line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
             line[f"{key}_steps"] = float(np.median([q.result.n_steps for q in preds]))
-            line[f"{key}_tok_err"] = rel(line[f"{key}_tok_s"], line["live_tok_s"])
-            line[f"{key}_ttft_err"] = rel(line[f"{key}_ttft"], line["live_ttft"])
         table.append(line)
     t = pd.DataFrame(table)
 
-    # ------------------------------------------------------------ report
     def coefs(f):
         c = f.cost
-        return (f"a={c.a * 1e3:.3f} ms/step, b={c.b * 1e6:.1f} us/prompt token, "
-                f"c={c.c * 1e6:.1f} us/decoding seq, d={c.d * 1e9:.2f} ns/attended cell "
-                f"({f.n_steps} steps, R^2 {f.r2:.4f})")
-    out = [f"Fit on: {', '.join(f'{w}:{n}' for w, n in fit_cfgs)}; held out: "
-           f"{', '.join(f'{w}:{n}' for w, n in held)}",
-           "",
-           f"decode fit (llama_decode's own time): {coefs(decode_fit)}",
-           f"+host fit (step period: llama_decode + host work to the next step): "
-           f"{coefs(host_fit)}",
-           f"+client: per-request time outside the engine as median(live TTFT - simulated "
-           f"TTFT) on the 1-slot fit run(s): {rtt_resid * 1e3:.1f} ms "
-           f"({', '.join(f'{x * 1e3:.1f}' for x in resid)})",
-           f"+front: the same time read off the 1-slot fit trace(s) (engine idle between two "
-           f"requests, less the host gap): {rtt * 1e3:.2f} ms "
-           f"({', '.join(f'{x * 1e3:.2f}' for x in turns)}), with one request entering "
-           f"the engine at a time",
-           f"all (in-sample reference, every configuration fitted): {coefs(all_fit)}",
-           "",
-           f"Live vs predicted ({head_model} model; error = predicted / live - 1; "
-           f"target within {TOLERANCE:.0%} on held-out configurations):",
-           "",
-           "| configuration | role | live tok/s | predicted | error | live TTFT p50 ms | "
-           "predicted | error | within 10% | live TTFT mean ms | predicted | error |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+        return (f"a={c.a * 1e3:.3f} ms/step, b={c.b * 1e3:.3f} ms/prompt token, "
+                f"c={c.c * 1e3:.3f} ms/decoding seq, d={c.d * 1e6:.3f} us/attended cell, "
+                f"e={c.e * 1e9:.3f} ns/prefill pair ({f.n_steps} steps, R^2 {f.r2:.4f}, "
+                f"median |step error| {f.rel_err.abs().median():.1%})")
+    new, rtt = models["new"]
+    u = new.uncertainty()
+    scale = {"a": (1e3, "ms/step"), "b": (1e3, "ms/prompt token"),
+             "c": (1e3, "ms/decoding sequence"), "d": (1e6, "us/attended cell"),
+             "e": (1e9, "ns/prefill pair")}
+    out = ["Calibration fit (new model), step periods, bootstrap over steps (200 resamples):",
+           "", "| coefficient | value | standard error | 95 % interval | unit |",
+           "|---|---:|---:|---|---|"]
+    for k, (s, unit) in scale.items():
+        out.append(f"| {k} | {u.loc[k, 'value'] * s:.4g} | {u.loc[k, 'se'] * s:.2g} | "
+                   f"{u.loc[k, 'lo95'] * s:.4g} - {u.loc[k, 'hi95'] * s:.4g} | {unit} |")
+    out += ["", f"R^2 {new.r2:.4f} over {new.n_steps} steps; median |step error| "
+            f"{new.rel_err.abs().median():.1%}; per-request time outside the engine "
+            f"{rtt * 1e3:.2f} ms (1-in-flight phase)",
+            f"calibration requests: {len(cal_rows)}; prompt tokens "
+            f"{int(cal_rows['prompt_tokens'].min())}-{int(cal_rows['prompt_tokens'].max())}", ""]
+    for key, (f, rt) in models.items():
+        out.append(f"- {key}: {coefs(f)}; outside the engine {rt * 1e3:.2f} ms")
+    out += ["", f"Live against predicted, {HEAD} model (error = predicted / live - 1; target "
+            f"within {TOLERANCE:.0%} on every held-out figure):", "",
+            "| configuration | role | live tok/s | pred. | err | live TTFT p50 ms | pred. | "
+            "err | TTFT mean ms | pred. | err | TTFT p90 ms | pred. | err | all within 10 % |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for _, r in t.iterrows():
-        ok = (abs(r[f"{head_model}_tok_err"]) <= TOLERANCE
-              and abs(r[f"{head_model}_ttft_err"]) <= TOLERANCE)
-        out.append(f"| {r.config} | {r.role} | {r.live_tok_s:.1f} | "
-                   f"{r[f'{head_model}_tok_s']:.1f} | {pct(r[f'{head_model}_tok_err'])} | "
-                   f"{r.live_ttft * 1e3:.0f} | {r[f'{head_model}_ttft'] * 1e3:.0f} | "
-                   f"{pct(r[f'{head_model}_ttft_err'])} | {'yes' if ok else 'NO'} | "
-                   f"{r.live_ttft_mean * 1e3:.0f} | {r[f'{head_model}_ttft_mean'] * 1e3:.0f} | "
-                   f"{pct(r[f'{head_model}_ttft_mean_err'])} |")
-    out += ["", "Errors of throughput / TTFT p50 under each model, and how well llama_decode's "
-            "own time extrapolates:", "",
-            "| configuration | decode | +host | +client | +front | all (in-sample) | "
-            "host share of step period | steps live / sim | decode-fit step error "
-            "(median abs) | decode-fit total decode time |",
-            "|---|---|---|---|---|---|---:|---:|---:|---:|"]
+        cells, ok = [], True
+        for m in METRICS:
+            s = 1 if m == "tok_s" else 1e3
+            fmt = ".1f" if m == "tok_s" else ".0f"
+            err = r[f"{HEAD}_{m}_err"]
+            ok = ok and abs(err) <= TOLERANCE
+            cells.append(f"{r[f'live_{m}'] * s:{fmt}} | {r[f'{HEAD}_{m}'] * s:{fmt}} | {pct(err)}")
+        out.append(f"| {r.config} | {r.role} | {' | '.join(cells)} | {'yes' if ok else 'NO'} |")
+    out += ["", "Errors by model (tok/s / TTFT p50 / TTFT mean / TTFT p90), and each model's "
+            "error on the live runs' total llama_decode time:", "",
+            "| configuration | " + " | ".join(models) + " | " +
+            " | ".join(f"{k}: decode time" for k in models) + " | steps live / sim |",
+            "|---|" + "---|" * len(models) + "---:|" * len(models) + "---:|"]
     for _, r in t.iterrows():
-        cells = " | ".join(f"{pct(r[f'{k}_tok_err'])} / {pct(r[f'{k}_ttft_err'])}"
-                           for k in models)
-        out.append(f"| {r.config} | {cells} | {r.host_frac:.1%} | "
-                   f"{r.live_steps:.0f} / {r[f'{head_model}_steps']:.0f} | "
-                   f"{r.step_err_med:.1%} | {pct(r.decode_time_err)} |")
+        cells = " | ".join(" / ".join(pct(r[f"{k}_{m}_err"]) for m in METRICS) for k in models)
+        dts = " | ".join(pct(r[f"{k}_decode_time_err"]) for k in models)
+        out.append(f"| {r.config} | {cells} | {dts} | {r.live_steps:.0f} / "
+                   f"{r[f'{HEAD}_steps']:.0f} |")
+    out += ["", "Load per configuration (1-minute load average at the start, most cores "
+            "others used during a kept run):", "",
+            "| configuration | load | others (cores) | rounds |", "|---|---:|---:|---:|"]
+    for _, r in t.iterrows():
+        out.append(f"| {r.config} | {r.load1_max:.2f} | {r.foreign_max:.2f} | {r.rounds} |")
     errs = int(t["errors"].sum())
     if errs:
         out += ["", f"WARNING: {errs} request(s) failed in the live runs"]

@@ -116,3 +116,52 @@ def test_replay_closed_loop_validates():
     with pytest.raises(ValueError):
         ReplayClosedLoop([(1, 1)], clients=1, rtt_s=-1)
     assert np.isfinite(replay([(1, 1)], slots=4, cost=ONE).wall_s)
+
+
+def test_replay_open_sends_at_the_clients_times():
+    from labkit.sim.calibrate import replay_open
+    # 1 s per step; sent at 0 and 0.5: the second waits for the first's step to end
+    rep = replay_open([(0.0, 5, 1), (0.5, 5, 1)], slots=1, cost=ONE)
+    r = rep.requests.sort_values("id")
+    assert r["client_ttft"].tolist() == pytest.approx([1.0, 1.5])
+    assert rep.wall_s == pytest.approx(2.0)
+    assert rep.ttft_mean_s == pytest.approx(1.25)
+    rows = pd.DataFrame({"send_s": [0.5, 0.0], "prompt_tokens": [5, 5],
+                         "completion_tokens": [1, 1]})
+    assert replay_open(rows, slots=1, cost=ONE).wall_s == pytest.approx(2.0)
+    # serial ingress: sent together, they reach the engine rtt apart
+    ser = replay_open([(0.0, 5, 1), (0.0, 5, 1)], slots=2, cost=ONE, rtt_s=0.25,
+                      serial_ingress=True)
+    assert ser.requests.sort_values("id")["arrival"].tolist() == pytest.approx([0.25, 0.5])
+
+
+def test_calibration_plan_spreads_prompts_and_answers():
+    from labkit.bench import calibration
+    full, quick = calibration.plan(), calibration.plan(quick=True)
+    prompts = sorted(p for p, _ in full.requests)
+    assert prompts[0] == 64 and prompts[-1] == 2048
+    ratios = np.diff(np.log(prompts))
+    assert ratios == pytest.approx([ratios[0]] * len(ratios), rel=0.05)   # log-spaced
+    assert len({o for _, o in full.requests}) == len(full.requests)
+    assert full.in_flight == (1, 2, 4) and quick.in_flight == (1, 2)
+    assert max(p for p, _ in quick.requests) == 1024
+    assert calibration.plan() == calibration.plan()                        # seeded
+
+
+@pytest.mark.slow
+def test_calibration_quick_mode_on_the_engine():
+    from labkit.bench import calibration
+    cal = calibration.run(quick=True, bootstrap=50)
+    assert len(cal.rows) == 2 * len(cal.plan.requests)
+    assert cal.rows["error"].isna().all()
+    assert sorted(cal.rows["completion_tokens"].astype(int)) == sorted(
+        2 * [o for _, o in cal.plan.requests])
+    assert set(cal.steps["in_flight"]) == {1, 2}
+    assert (cal.steps["prefill_attn"] > 0).sum() >= len(cal.plan.requests)
+    assert cal.fit.r2 > 0.5
+    table = cal.table()
+    assert list(table.index) == list("abcde")
+    assert table["se"].notna().all()
+    assert cal.cost.a > 0 and cal.cost.b > 0
+    assert 0 <= cal.rtt_s < 1.0
+    assert len(cal.load1) == 2 and len(cal.foreign) == 2

@@ -11,12 +11,15 @@ terms:
     cost = fit(periods).cost               # the cost model, host time folded in
     rtt = turnaround(trace_1slot)          # per-request time outside the engine
     pred = replay(rows, slots=2, cost=cost, rtt_s=rtt)   # the same requests, simulated
+    pred = replay_open(rows, slots=2, cost=cost, rtt_s=rtt)   # an open-loop run, simulated
 
 :func:`replay` plays the requests of a bench run (their exact prompt and completion token
 counts, in the order the client sent them) through the simulator in a closed loop with as
 many clients as the run had requests in flight, which is what :func:`labkit.bench.send_all`
 does, and reports what the client would have measured: aggregate output tokens/s
-(completion tokens over wall time) and the median time to first token.
+(completion tokens over wall time) and the time to first token (median, mean, 90th
+percentile). :func:`replay_open` does the same for an open-loop run, each request sent
+when the live client sent it.
 """
 
 from __future__ import annotations
@@ -128,6 +131,34 @@ class ReplayClosedLoop:
         return self._new(i, t)
 
 
+class ReplayOpenLoop:
+    """An open-loop workload of fixed requests sent at fixed times: ``requests`` is a
+    sequence of ``(sent_s, prompt_tokens, output_tokens)``. A request reaches the engine
+    ``rtt_s`` after it is sent; with ``serial_ingress`` the front handles one at a time, so
+    a request sent while the front is busy with the one before waits for it."""
+
+    def __init__(self, requests, rtt_s: float = 0.0, serial_ingress: bool = False):
+        if rtt_s < 0:
+            raise ValueError("rtt_s must be >= 0")
+        self.requests = sorted(((float(t), int(p), int(o)) for t, p, o in requests),
+                               key=lambda r: r[0])
+        self.rtt_s, self.serial_ingress = float(rtt_s), serial_ingress
+
+    def start(self) -> list[Request]:
+        self.sent: dict[int, float] = {}
+        out, front_free = [], 0.0
+        for i, (t, p, o) in enumerate(self.requests):
+            self.sent[i] = t
+            begin = max(t, front_free) if self.serial_ingress else t
+            arrival = begin + self.rtt_s
+            front_free = arrival
+            out.append(Request(id=i, arrival=arrival, prompt_tokens=p, output_tokens=o))
+        return out
+
+    def on_done(self, request: Request, t: float) -> None:
+        return None
+
+
 @dataclass
 class Replay:
     """What the client would have measured in a simulated replay of a bench run."""
@@ -137,6 +168,8 @@ class Replay:
     wall_s: float
     requests: pd.DataFrame       # the simulator's request table, plus ``client_ttft``
     result: object               # the SimResult
+    ttft_mean_s: float = float("nan")
+    ttft_p90_s: float = float("nan")
 
 
 def replay(requests, slots: int, cost: StepCost, *, in_flight: int | None = None,
@@ -150,19 +183,36 @@ def replay(requests, slots: int, cost: StepCost, *, in_flight: int | None = None
     the way back); the wall time runs from the first send (time 0) to the last finish, as
     the bench client's does. ``serial_ingress``: see :class:`ReplayClosedLoop`.
     """
-    from .engine import simulate
     if isinstance(requests, pd.DataFrame):
         df = requests.sort_values("index") if "index" in requests.columns else requests
         requests = list(zip(df["prompt_tokens"], df["completion_tokens"]))
     wl = ReplayClosedLoop(requests, in_flight or slots, rtt_s, serial_ingress)
+    return _play(wl, slots, cost, n_batch, kv)
+
+
+def _play(wl, slots, cost, n_batch, kv) -> Replay:
+    from .engine import simulate
     res = simulate(wl, slots=slots, cost=cost, n_batch=n_batch, kv=kv)
     req = res.requests.copy()
     req["sent"] = req["id"].map(wl.sent)
     req["client_ttft"] = req["first_token"] - req["sent"]
     wall = float(req["finish"].max())
     tokens = float(req["generated"].sum())
-    return Replay(tokens / wall if wall > 0 else float("nan"),
-                  float(req["client_ttft"].median()), wall, req, res)
+    ttft = req["client_ttft"]
+    return Replay(tokens / wall if wall > 0 else float("nan"), float(ttft.median()), wall,
+                  req, res, float(ttft.mean()), float(ttft.quantile(0.9)))
+
+
+def replay_open(rows, slots: int, cost: StepCost, *, rtt_s: float = 0.0,
+                serial_ingress: bool = False, n_batch: int = 2048, kv=None) -> Replay:
+    """Simulate an open-loop bench run: each request of ``rows`` (a bench rows DataFrame
+    with ``send_s``, ``prompt_tokens`` and ``completion_tokens``, or
+    ``(sent_s, prompt_tokens, output_tokens)`` triples) is sent when the live client sent
+    it. Times run from the client's start (time 0), as the bench client's wall does."""
+    if isinstance(rows, pd.DataFrame):
+        rows = list(zip(pd.to_numeric(rows["send_s"]), rows["prompt_tokens"],
+                        rows["completion_tokens"]))
+    return _play(ReplayOpenLoop(rows, rtt_s, serial_ingress), slots, cost, n_batch, kv)
 
 
 def client_overhead(rows: pd.DataFrame, cost: StepCost, *, n_batch: int = 2048) -> float:

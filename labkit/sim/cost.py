@@ -3,10 +3,14 @@
 One step is one call to ``llama_decode``: one batch holding a decode token for
 every generating sequence plus some prompt tokens. The simulator charges
 
-    step time = a + b * prefill_tokens + c * decode_seqs + d * attended
+    step time = a + b * prefill_tokens + c * decode_seqs + d * attended + e * prefill_attn
 
 where ``attended`` is the sum, over the sequences in the batch, of their
-context length (KV cells) once this step's tokens are added.
+context length (KV cells) once this step's tokens are added, and ``prefill_attn``
+is the attention work of the step's prompt chunks: a chunk of n tokens after h
+cells already held counts n x (h + n/2) (query, key) pairs
+(:mod:`labkit.sim.features`), so a P-token prompt costs about e x P^2 / 2 on top
+of its b x P.
 
 What each term stands for (restaurant version in brackets):
 
@@ -20,9 +24,15 @@ What each term stands for (restaurant version in brackets):
 - ``c``, per decoding sequence: the same ~2 x parameters FLOPs for its one
   token, plus host-side work per sequence (copying logits, sampling).
 - ``d``, per attended token: reading that token's keys and values
-  (KV bytes per token) from memory for attention.
+  (KV bytes per token) from memory for attention. A decode token reads every
+  cell of its sequence, so decode slows down as the context grows.
+- ``e``, per (prompt token, earlier cell) pair: the attention arithmetic of
+  prefill, about 4 x layers x heads x head size FLOPs per pair (the q.k
+  products and the weighted sum of values). Every prompt token attends to all
+  the tokens before it, so this term grows with the square of the prompt and
+  makes a prompt token cost more in a long prompt than in a short one.
 
-The presets below derive a, b, c, d from spec-sheet numbers. They are
+The presets below derive a, b, c, d, e from spec-sheet numbers. They are
 order-of-magnitude starting points, not measurements: calibrate with
 :func:`labkit.sim.fit` on a step trace from the real engine before trusting any
 absolute time. Assumptions (all overridable through :class:`Hardware`):
@@ -34,7 +44,10 @@ absolute time. Assumptions (all overridable through :class:`Hardware`):
   with layer count; 20 us per layer on discrete GPUs, 10 us on CPUs and Apple);
 - host-side per-sequence cost = ``sample_s_per_vocab`` x vocabulary size
   (1 ns per vocabulary entry: a pass over the logits);
-- KV cache stored as f16.
+- KV cache stored as f16;
+- prefill attention at the same attainable FLOP rate as the matrix
+  multiplications: e = 4 x layers x query heads x head size / (``flops_eff`` x peak).
+  A model built by hand without ``attn_flops_per_pair`` gets e = 0.
 """
 
 from __future__ import annotations
@@ -46,46 +59,77 @@ import numpy as np
 from .. import catalog
 
 
+#: The coefficients, in the order StepCost takes them.
+COEFS = ("a", "b", "c", "d", "e")
+#: What each coefficient multiplies, and its unit.
+TERMS = {
+    "a": ("1 per step", "s/step"),
+    "b": ("prompt tokens", "s/prompt token"),
+    "c": ("decoding sequences", "s/decoding sequence"),
+    "d": ("attended cells (all sequences, after the step)", "s/attended cell"),
+    "e": ("prefill attention pairs, n (h + n/2) per chunk", "s/pair"),
+}
+
+
 @dataclass(frozen=True)
 class StepCost:
-    """Step time = a + b * prefill_tokens + c * decode_seqs + d * attended (seconds)."""
+    """Step time = a + b * prefill_tokens + c * decode_seqs + d * attended + e * prefill_attn
+    (seconds). ``e`` defaults to 0: ``StepCost(a, b, c, d)`` is the model without prefill
+    attention."""
 
     a: float
     b: float
     c: float
     d: float
     name: str = "custom"
+    e: float = 0.0
 
     def __post_init__(self):
-        for k in "abcd":
+        for k in COEFS:
             v = getattr(self, k)
             if not v >= 0:
                 raise ValueError(f"coefficient {k} must be a number >= 0, got {v!r}")
 
-    def step_time(self, prefill_tokens: float = 0, decode_seqs: float = 0, attended: float = 0) -> float:
+    def step_time(self, prefill_tokens: float = 0, decode_seqs: float = 0, attended: float = 0,
+                  prefill_attn: float = 0) -> float:
         """Seconds for one step with this composition."""
-        return self.a + self.b * prefill_tokens + self.c * decode_seqs + self.d * attended
+        return (self.a + self.b * prefill_tokens + self.c * decode_seqs + self.d * attended
+                + self.e * prefill_attn)
 
-    def predict(self, steps) -> np.ndarray:
-        """Predicted ``dur_s`` for each row of a step trace (engine's or simulator's)."""
-        return (self.a + self.b * np.asarray(steps["n_prefill_tokens"], dtype=float)
-                + self.c * np.asarray(steps["n_decode"], dtype=float)
-                + self.d * np.asarray(steps["attended"], dtype=float))
+    def predict(self, steps, slots=None) -> np.ndarray:
+        """Predicted ``dur_s`` for each row of a step trace (engine's or simulator's).
+
+        The prefill attention comes from the trace's ``prefill_attn`` column, else from
+        the engine's slot trace ``slots``, else is estimated from the step rows
+        (:func:`labkit.sim.features.prefill_attention`)."""
+        t = (self.a + self.b * np.asarray(steps["n_prefill_tokens"], dtype=float)
+             + self.c * np.asarray(steps["n_decode"], dtype=float)
+             + self.d * np.asarray(steps["attended"], dtype=float))
+        if self.e:
+            from .features import prefill_attention
+            t = t + self.e * prefill_attention(steps, slots).to_numpy(dtype=float)
+        return t
 
     def decode_tok_s(self, n_seqs: int = 1, context: int = 0) -> float:
         """Total generated tokens/s when ``n_seqs`` sequences of ``context`` cells decode together."""
         return n_seqs / self.step_time(0, n_seqs, n_seqs * (context + 1))
 
+    def prefill_time(self, n_tokens: int, held: int = 0) -> float:
+        """Seconds of one step that processes a chunk of ``n_tokens`` prompt tokens after
+        ``held`` cells, alone."""
+        return self.step_time(n_tokens, 0, held + n_tokens, n_tokens * (held + n_tokens / 2))
+
     def prefill_tok_s(self, n_tokens: int = 512) -> float:
         """Prompt tokens/s for one prompt of ``n_tokens`` processed in a single step."""
-        return n_tokens / self.step_time(n_tokens, 0, n_tokens)
+        return n_tokens / self.prefill_time(n_tokens)
 
     def as_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "c": self.c, "d": self.d}
+        return {k: getattr(self, k) for k in COEFS}
 
     def __str__(self):
         return (f"{self.name}: a={self.a * 1e3:.3g} ms/step, b={self.b * 1e6:.3g} us/prompt tok, "
-                f"c={self.c * 1e6:.3g} us/seq, d={self.d * 1e9:.3g} ns/attended tok")
+                f"c={self.c * 1e6:.3g} us/seq, d={self.d * 1e9:.3g} ns/attended tok, "
+                f"e={self.e * 1e9:.3g} ns/prefill pair")
 
 
 @dataclass(frozen=True)
@@ -115,13 +159,15 @@ class ModelSpec:
     n_layer: int
     kv_bytes_per_token: float     # 2 x n_layer x n_head_kv x head_dim x bytes/value
     n_vocab: int
+    attn_flops_per_pair: float = 0.0   # 4 x n_layer x n_head x head_dim (0: no prefill term)
 
     @classmethod
     def from_catalog(cls, key: str, quant: str = "q4_k_m", kv_type: str = "f16") -> "ModelSpec":
         """The catalogue's model ``key`` with ``quant`` weights and a ``kv_type`` KV cache."""
         m = catalog.get(key)
         return cls(f"{m.name} {quant.upper()}", m.n_params, m.weight_bytes(quant), m.n_layer,
-                   m.kv_bytes_per_token(kv_type), m.n_vocab)
+                   m.kv_bytes_per_token(kv_type), m.n_vocab,
+                   4.0 * m.n_layer * m.n_head * m.head_dim)
 
 
 #: Peak numbers from vendor spec sheets.
@@ -163,6 +209,7 @@ def derive(hw: Hardware, model: ModelSpec) -> StepCost:
         c=per_token_compute + model.n_vocab * hw.sample_s_per_vocab,
         d=model.kv_bytes_per_token / bw,
         name=f"{model.name} on {hw.name}",
+        e=model.attn_flops_per_pair / flops,
     )
 
 
@@ -195,9 +242,11 @@ def presets_table():
             rows.append({
                 "hardware": h, "model": m,
                 "a_ms": c.a * 1e3, "b_us": c.b * 1e6, "c_us": c.c * 1e6, "d_ns": c.d * 1e9,
+                "e_ps": c.e * 1e12,
                 "decode_tok_s_1": c.decode_tok_s(1, 512),
                 "decode_tok_s_32": c.decode_tok_s(32, 512),
                 "prefill_tok_s": c.prefill_tok_s(512),
+                "prefill_tok_s_4096": c.prefill_tok_s(4096),
             })
     return pd.DataFrame(rows)
 

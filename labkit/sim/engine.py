@@ -17,8 +17,8 @@ and the result's tables are built from that record. The loop, in words:
    could take a free slot, or the KV pool filling up, so the loop computes how
    many steps k fit before that moment and advances time by their total cost in
    one go. This is exact (each step's cost is still a + c n + d x attended, and
-   attended grows by n per step) and it is what lets 100,000 requests run in
-   seconds.
+   attended grows by n per step; the prefill-attention term e is zero in a
+   decode-only step) and it is what lets 100,000 requests run in seconds.
 4. Retire every sequence that has all its tokens, free its slot and KV, and
    (closed loop) let its client send the next request.
 
@@ -162,6 +162,7 @@ class _Engine:
         for r in self.workload.start():
             self._schedule(r)
         a, b, c, d = self.cost.a, self.cost.b, self.cost.c, self.cost.d
+        self.e = getattr(self.cost, "e", 0.0)
         policy, kv = self.policy, self.kv
 
         while True:
@@ -281,6 +282,7 @@ class _Engine:
         chunks = []
         attended = self.sum_base + n_gen * (self.G + 1)     # generating jobs' cells after this step
         n_pre = 0
+        pairs = 0.0                                          # prefill attention: n (h + n/2) per chunk
         for job in self.prefilling:
             if budget <= 0:
                 break
@@ -288,8 +290,9 @@ class _Engine:
             budget -= n
             n_pre += n
             attended += job.cells + n
+            pairs += n * (job.cells + n / 2)
             chunks.append((job, n))
-        dur = a + b * n_pre + c * n_gen + d * attended
+        dur = a + b * n_pre + c * n_gen + d * attended + self.e * pairs
         t0 = self.now
         self.now = t0 + dur
         kv, policy = self.kv, self.policy
@@ -307,7 +310,7 @@ class _Engine:
             if policy.tracks_service:
                 policy.charge(job.req.user, n, 0)
         self.segments.append((self.step_no, 1, t0, dur, 0.0, n_pre, len(chunks), n_gen, attended,
-                              kv.cells_used(), 0, None, self.n_slots - len(self.free)))
+                              kv.cells_used(), 0, None, self.n_slots - len(self.free), pairs))
         self.step_no += 1
         self.hold_admission = False
         self._retire()
@@ -359,7 +362,7 @@ class _Engine:
             for job in self.gen:
                 self.policy.charge(job.req.user, 0, k)
         self.segments.append((self.step_no, k, t0, first, beta, 0, 0, n, attended,
-                              before, inc, slacks, self.n_slots - len(self.free)))
+                              before, inc, slacks, self.n_slots - len(self.free), 0.0))
         self.step_no += k
         self.hold_admission = False
         self._retire()

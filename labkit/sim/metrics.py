@@ -12,7 +12,8 @@
 - ``result.steps``: one row per simulated step, in the same schema as the slot
   engine's trace (``step, t_start, t_end, dur_s, n_tokens, n_prefill_tokens,
   n_prefill_seqs, n_decode, attended, kv_used``) plus ``n_busy`` (slots holding a
-  request) and, for paged KV, ``kv_blocks``. :func:`labkit.sim.fit` accepts it.
+  request), ``prefill_attn`` (the prompt chunks' attention pairs, :mod:`.features`)
+  and, for paged KV, ``kv_blocks``. :func:`labkit.sim.fit` accepts it.
 - ``result.slot_table()``: the long form, one row per (step, slot):
   ``step, t_start, t_end, slot, action, n_tokens, request_id`` with action
   ``prefill``, ``decode`` or ``idle``. The Gantt plot draws it (and the engine's).
@@ -40,7 +41,7 @@ REQUEST_COLUMNS = ["id", "user", "priority", "arrival", "admitted", "first_token
                    "prompt_tokens", "output_tokens", "generated", "cached_tokens", "slot",
                    "prefix_id", "starved"]
 STEP_COLUMNS = ["step", "t_start", "t_end", "dur_s", "n_tokens", "n_prefill_tokens",
-                "n_prefill_seqs", "n_decode", "attended", "kv_used", "n_busy"]
+                "n_prefill_seqs", "n_decode", "attended", "kv_used", "n_busy", "prefill_attn"]
 SLOT_COLUMNS = ["step", "t_start", "t_end", "slot", "action", "n_tokens", "request_id"]
 ACTIONS = np.array(["idle", "prefill", "decode"], dtype=object)
 
@@ -99,6 +100,7 @@ class SimResult:
         step0, k, t0, first, beta = (np.asarray(c) for c in cols[:5])
         n_pre, n_pre_seqs, n_dec, att, kv0, kv_inc = (np.asarray(c, dtype=np.int64) for c in cols[5:11])
         slacks, n_busy = cols[11], np.asarray(cols[12], dtype=np.int64)
+        pairs = np.asarray(cols[13], dtype=float)
         k = k.astype(np.int64)
         idx = np.repeat(np.arange(len(k)), k)
         offsets = np.cumsum(k) - k
@@ -126,6 +128,7 @@ class SimResult:
             "attended": att[idx] + n_dec[idx] * j,
             "kv_used": kv_used,
             "n_busy": n_busy[idx],
+            "prefill_attn": pairs[idx],
         })
         if self.block_size:
             df["kv_blocks"] = df["kv_used"] // self.block_size

@@ -23,9 +23,11 @@ REQUEST_FIELDS = ("id", "user", "priority", "arrival", "admitted", "first_token"
 #: One row per segment of identical steps. ``kv_used`` after step j (1-based) is
 #: ``kv_before + kv_per_step * j``; for paged KV, ``slacks`` (one per decoding sequence)
 #: give it in whole blocks instead (see :meth:`labkit.sim.kv.KVModel.grow`).
+#: ``prefill_attn``: the step's prompt chunks' attention pairs, n (h + n/2) per chunk
+#: (0 in decode-only segments; :mod:`labkit.sim.features`).
 SEGMENT_FIELDS = ("step", "k", "t_start", "first_dur", "beta", "n_prefill_tokens",
                   "n_prefill_seqs", "n_decode", "attended", "kv_before", "kv_per_step",
-                  "slacks", "n_busy")
+                  "slacks", "n_busy", "prefill_attn")
 #: One row per (step, slot) that processed prompt tokens.
 PREFILL_FIELDS = ("step", "slot", "n_tokens", "request_id")
 #: One row per stretch of steps a request spent in a slot: ``hold`` from admission to
