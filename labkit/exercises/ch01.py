@@ -1,8 +1,9 @@
-"""Notebook 01 (the restaurant): the five parts, static batching's idle seats, slots and TTFT."""
+"""Notebook 01 (the restaurant): the five parts, static batching's idle seats, slots and TTFT,
+one step's cost by hand, and whether continuous batching needs PagedAttention."""
 
 from __future__ import annotations
 
-from . import as_number, as_word, exercise
+from . import as_number, as_word, choice, exercise, open_question
 
 FIVE_PARTS = {
     "guest's order": "request",
@@ -11,9 +12,21 @@ FIVE_PARTS = {
     "notes": "kv cache",
     "refilling tables at every step": "continuous batching",
 }
-_ALIASES = {"kv": "kv cache", "kvcache": "kv cache", "kv-cache": "kv cache", "ctx": "context",
-            "n ctx slot": "context", "sequence": "slot", "continuous": "continuous batching",
-            "cont batching": "continuous batching", "requests": "request", "slots": "slot"}
+# Each part's other names: English, the glossary's Traditional Chinese, and the seeds' words.
+_PARTS = {
+    "request": ("requests", "正在辦的單", "請求"),
+    "slot": ("slots", "sequence", "窗口", "槽位"),
+    "context": ("ctx", "n ctx slot", "桌面", "上下文"),
+    "kv cache": ("kv", "kvcache", "已讀筆記", "kv 快取"),
+    "continuous batching": ("continuous", "cont batching", "每輪換桌名單", "連續批次"),
+}
+
+
+def _part(word):
+    try:
+        return choice(word, _PARTS)
+    except ValueError:
+        return as_word(word)
 
 
 @exercise("1.1", "Map each restaurant word to its llama.cpp part: a dict with the keys "
@@ -22,7 +35,7 @@ _ALIASES = {"kv": "kv cache", "kvcache": "kv cache", "kv-cache": "kv cache", "ct
 def _five_parts(answer):
     if not isinstance(answer, dict):
         return False, "answer with a dict such as {\"table\": \"slot\", ...}"
-    got = {as_word(k): _ALIASES.get(as_word(v), as_word(v)) for k, v in answer.items()}
+    got = {as_word(k): _part(v) for k, v in answer.items()}
     missing = [k for k in FIVE_PARTS if k not in got]
     if missing:
         return False, f"the dict lacks {missing}"
@@ -85,3 +98,53 @@ def _tokens_in_step(answer):
     if v == 3:
         return False, "the prompt chunk rides in the same batch as the decode tokens"
     return False, "one batch = every decode token + the prompt tokens that fit"
+
+
+def step_ms_of_1_4(cost=None) -> float:
+    """The step of exercise 1.4 under the simulator's RTX 4090 preset, in milliseconds: three
+    decoding slots of 300, 500 and 700 cells, and the first 200-token chunk of a prompt."""
+    from ..sim import preset
+    cost = cost or preset("rtx4090", "8b-q4")
+    attended = (300 + 1) + (500 + 1) + (700 + 1) + 200
+    pairs = 200 * (0 + 200 / 2)
+    return 1000 * (cost.a + cost.b * 200 + cost.c * 3 + cost.d * attended
+                   + getattr(cost, "e", 0.0) * pairs)
+
+
+@exercise("1.5", "With the simulator's RTX 4090 preset, how many milliseconds does the step of "
+                 "exercise 1.4 take if the generating slots hold 300, 500 and 700 cells before it "
+                 "and the 200-token chunk starts a new prompt?")
+def _step_ms(answer):
+    want = step_ms_of_1_4()
+    v = as_number(answer)
+    if abs(v - want) <= 0.001 * want:
+        return True, ""
+    if abs(1000 * v - want) <= 0.001 * want:
+        return False, "that looks like seconds; the question asks for milliseconds"
+    if v < want:
+        return False, ("some of the step's work is missing: every term of the cost formula "
+                       "applies, and each sequence in the batch attends to all of its cells")
+    return False, ("too much: count the cells each sequence holds once this step's tokens are "
+                   "in, and the prompt pairs of a chunk that starts from an empty slot")
+
+
+open_question(
+    "1.6",
+    "Seed 001 says continuous batching needs PagedAttention. From your live run, do you agree? "
+    "What does PagedAttention add, and when would you want it?",
+    model_answer=(
+        "No. In my run the engine read a new prompt in 3 of its steps while the other slots "
+        "kept decoding, on llama.cpp with one fixed stripe of cells per slot and no pages: "
+        "continuous batching is a scheduling decision taken between steps (Orca, OSDI 2022). "
+        "PagedAttention (vLLM, SOSP 2023) hands out KV memory in small blocks as sequences "
+        "grow, so little memory sits reserved but unused and more sequences fit in one batch. "
+        "I would want it when memory, not arithmetic, limits the batch: long and uneven "
+        "requests on a GPU, where split stripes sized for the longest request leave most "
+        "cells empty."),
+    rubric=["disagrees, with the run's own evidence: steps that mixed a new prompt with "
+            "other slots' decoding, and a KV cache without pages",
+            "says what continuous batching is: the batch is rebuilt at every step",
+            "says what PagedAttention is about: KV memory allocated in blocks on demand, "
+            "less reserved-but-unused memory, so a bigger batch fits",
+            "names when that matters: memory-bound batch size, long or uneven requests"],
+    min_words=30, needs_number=True)

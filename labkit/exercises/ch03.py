@@ -1,9 +1,10 @@
-"""Notebook 03 (KV bytes): the formula, the embedded model, the calculator, GQA."""
+"""Notebook 03 (KV bytes): the formula, the embedded model, the calculator, GQA, reserved but
+unused cells under split and paged KV, and what a context holds in tokens of two languages."""
 
 from __future__ import annotations
 
 from .. import capacity, catalog, kv
-from . import as_number, close, exercise
+from . import as_number, close, exercise, open_question
 
 SEED_8B = catalog.get("llama-3.1-8b")
 
@@ -52,8 +53,12 @@ def _calc(answer):
         return True, ""
     f16 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="f16", tokens_per_conversation=8192)
     if v == f16.conversations:
-        return False, "that is the f16 answer; set kv_type='q8_0'"
-    return False, "capacity.plan(24, 'llama-3.1-8b-q4', kv_type='q8_0', tokens_per_conversation=8192)"
+        return False, "that is the figure for the default KV type: which type does the question ask for?"
+    if v <= 0:
+        return False, ("some must fit: 24 GiB less the weights and the overhead leaves room for "
+                       "several long conversations")
+    return False, ("check each setting against the question: the GPU's size, the model, the "
+                   "overhead, the KV type and the length of one conversation")
 
 
 @exercise("3.4", f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only {SEED_8B.n_head_kv} "
@@ -66,3 +71,58 @@ def _gqa(answer):
     if close(v, 1 / SEED_8B.gqa_group):
         return False, "the question asks how much it would grow: more KV heads, more bytes"
     return False, "bytes per token are proportional to n_head_kv"
+
+
+SPLIT_STRIPE, BLOCK = 2048, 16
+
+
+def unused_cells(held: int = 410) -> tuple[int, int]:
+    """(split, paged): cells reserved for a sequence holding ``held`` cells but holding no token,
+    with a 2048-cell stripe and with 16-cell blocks."""
+    return SPLIT_STRIPE - held, BLOCK * -(-held // BLOCK) - held
+
+
+@exercise("3.5", "Split KV gives each of 4 slots 2048 cells; paged KV uses blocks of 16 cells. A "
+                 "request holds 410 cells. How many cells are reserved for it but unused under "
+                 "split and under paged? Answer with a pair (split, paged).")
+def _unused(answer):
+    if isinstance(answer, dict) or isinstance(answer, str) or len(answer) != 2:
+        return False, "answer with a pair of numbers, (split, paged)"
+    split, paged = (as_number(x) for x in answer)
+    want_split, want_paged = unused_cells()
+    ok_split = split in (want_split, want_split + 1)       # 410 or 409 cells counted as held
+    ok_paged = paged in (want_paged, want_paged + 1)
+    if ok_split and ok_paged:
+        return True, ""
+    if (paged, split) == (want_split, want_paged):
+        return False, "the pair is the wrong way round: split first, then paged"
+    hints = []
+    if not ok_split:
+        hints.append("split: the slot's whole stripe is set aside for this one request, "
+                     "whatever it holds")
+    if not ok_paged:
+        hints.append("paged: blocks are taken whole, one at a time as the request grows; only "
+                     "the last one can be partly empty")
+    return False, "; ".join(hints)
+
+
+open_question(
+    "3.6",
+    "A support team in Taipei plans -c 16384 -np 4 (split KV) so that each customer can paste "
+    "about 4,000 characters. Using your characters per token, will it fit? What would you "
+    "measure before choosing -c?",
+    model_answer=(
+        "No. Split KV gives each of the 4 slots 16384 / 4 = 4,096 tokens, prompt and answer "
+        "together. At the 0.53 characters per token I measured for Traditional Chinese with "
+        "the embedded model's tokenizer, 4,000 characters are about 7,500 tokens, nearly twice "
+        "a slot, so the server refuses them; in English (about 4.4 characters per token) the "
+        "same 4,000 characters would be about 900 tokens. Before choosing -c I would tokenize "
+        "a sample of real customer messages with the tokenizer of the model we will serve, "
+        "take a high percentile of their tokens, add the longest answer we allow, and size "
+        "n_ctx_slot (and so -c = slots x that) from it."),
+    rubric=["converts characters to tokens with the measured ratio, not one token per character",
+            "compares with the per-slot limit (n_ctx / n_slots with split KV), not all of -c",
+            "leaves room for the answer: prompt and answer share the slot",
+            "measures real messages with the served model's own tokenizer (another tokenizer "
+            "gives another ratio)"],
+    min_words=30, needs_number=True)

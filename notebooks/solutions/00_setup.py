@@ -11,3 +11,11 @@ answer_0_2 = "refused"
 
 # 0.3: split KV gives each of the 2 slots its own stripe: pad256(2048 / 2) = 1024.
 answer_0_3 = kv.slot_context(2048, 2, False, n_ctx_train=8192).n_ctx_slot
+
+# 0.4: open; any answer of a few sentences is accepted, and the model answer and rubric appear.
+# One such answer:
+answer_0_4 = ("Both recipes must record the model's SHA-256, the llama.cpp version and build, "
+              "the GPU or CPU and its driver, the exact server flags (context, slots, KV mode, "
+              "GPU layers, threads) and the workload, because any one of them changes the speed; "
+              "only when everything else is the same can the difference be blamed on the one "
+              "thing that differs. I would also note the machine's load while measuring.")

@@ -15,3 +15,14 @@ answer_3_3 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="q8_0", overhead_gib=1
 
 # 3.4: bytes per token scale with n_head_kv: 32 / 8.
 answer_3_4 = 32 // 8
+
+# 3.5: split sets aside the whole 2048-cell stripe; paged takes 26 blocks of 16 = 416 cells.
+answer_3_5 = (2048 - 410, 16 * 26 - 410)
+
+# 3.6: open; any answer of a few sentences that quotes the learner's figures is accepted, and
+# the model answer and rubric appear. One such answer:
+answer_3_6 = ("No. With split KV each of the 4 slots gets 4096 tokens, and at the 0.53 characters "
+              "per token I measured for Traditional Chinese, 4000 characters are about 7500 "
+              "tokens, so the server would refuse them before any answer. I would tokenize real "
+              "customer messages with the served model's tokenizer, add room for the answer, "
+              "and size each slot from a high percentile of that.")

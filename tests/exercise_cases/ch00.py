@@ -1,7 +1,8 @@
 """Plausible wrong answers to the exercises of notebook 00: each must fail with a hint."""
 
 WRONG = {
-    "0.1": ["file name", "size_bytes"],
-    "0.2": ["accepted"],
+    "0.1": ["file name", "size_bytes", "hash", "檔名"],
+    "0.2": ["accepted", "接受", 200],
     "0.3": [2048, 1000],
+    "0.4": ["the versions", "版本和旗標"],
 }

@@ -3,8 +3,16 @@
 WRONG = {
     "1.1": [{"guest's order": "request", "table": "context", "table top": "slot",
              "notes": "KV cache", "refilling tables at every step": "continuous batching"},
-            {"table": "slot"}, "slot"],
+            {"table": "slot"}, "slot",
+            {"guest's order": "請求", "table": "桌面", "table top": "窗口", "notes": "已讀筆記",
+             "refilling tables at every step": "連續批次"}],
     "1.2": [400, 10],
     "1.3": [1, 8],
     "1.4": [200, 3],
+    # seconds instead of ms; without the attended cells; without the prompt pairs
+    "1.5": [0.0569, 56.6 - 0.278, 56.88 - 0.159, 120],
+    # too short; no figure from the run
+    "1.6": ["no, it does not", "No. Continuous batching is only a scheduling decision taken between "
+            "steps, and llama.cpp does it with plain cells; PagedAttention is about memory waste "
+            "and lets a bigger batch fit, which matters on a GPU."],
 }

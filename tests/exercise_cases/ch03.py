@@ -5,4 +5,10 @@ WRONG = {
     "3.2": [180, 90 * 2**20],
     "3.3": [18, 0],
     "3.4": [0.25, 2],
+    # reversed; split counted as the free pool; paged counted as a whole block; not a pair
+    "3.5": [(6, 1638), (8192 - 410, 6), (1638, 16), 1638],
+    # too short; no figure
+    "3.6": ["it will not fit", "No, because Chinese takes more tokens per character than English "
+            "with this tokenizer, so the pasted text is longer in tokens than a slot holds; I would "
+            "measure real messages with the model's tokenizer first."],
 }
