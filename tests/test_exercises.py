@@ -36,17 +36,24 @@ def solution_for(ex_id: str):
     return solutions(nb_key)[f"answer_{nb_key}_{n}"]
 
 
+def _lanes(ex_ids):
+    """Exercise ids as test parameters: a check whose judge loads the model (a code exercise
+    run on real prompts) goes to the slow lane."""
+    return [pytest.param(i, marks=pytest.mark.slow) if exercises.REGISTRY[i].needs_model else i
+            for i in ex_ids]
+
+
 def test_every_exercise_has_a_wrong_answer_case():
     assert set(WRONG_ANSWERS) == set(exercises.ids())
 
 
-@pytest.mark.parametrize("ex_id", sorted(WRONG_ANSWERS))
+@pytest.mark.parametrize("ex_id", _lanes(sorted(WRONG_ANSWERS)))
 def test_right_answer_passes(ex_id):
     result = evaluate(ex_id, solution_for(ex_id))
     assert result.status == CORRECT, result
 
 
-@pytest.mark.parametrize("ex_id", sorted(WRONG_ANSWERS))
+@pytest.mark.parametrize("ex_id", _lanes(sorted(WRONG_ANSWERS)))
 def test_wrong_answers_fail_with_a_hint(ex_id):
     for wrong in WRONG_ANSWERS[ex_id]:
         result = evaluate(ex_id, wrong)

@@ -30,6 +30,7 @@ class Exercise:
     question: str
     judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
     kind: str = CLOSED
+    needs_model: bool = False     # the judge loads the model (the tests run it in the slow lane)
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,19 @@ REGISTRY: dict[str, Exercise] = {}
 _last: dict[str, CheckResult] = {}
 
 
-def exercise(id: str, question: str, kind: str = CLOSED):
+def exercise(id: str, question: str, kind: str = CLOSED, needs_model: bool = False):
     """Register ``judge(answer) -> (right, hint)`` as the check of exercise ``id``.
 
     ``kind`` is :data:`CLOSED` (a number, a word, a choice), :data:`CODE` (the answer is the
     learner's function; the judge runs it through :func:`call`) or :data:`OPEN` (use
-    :func:`open_question`)."""
+    :func:`open_question`). ``needs_model=True`` says that the judge loads the model."""
     if kind not in (CLOSED, OPEN, CODE):
         raise ValueError(f"kind must be {CLOSED}, {OPEN} or {CODE}, not {kind!r}")
 
     def wrap(judge):
         if id in REGISTRY:
             raise ValueError(f"exercise {id} is registered twice")
-        REGISTRY[id] = Exercise(id, question, judge, kind)
+        REGISTRY[id] = Exercise(id, question, judge, kind, needs_model)
         return judge
     return wrap
 
@@ -213,4 +214,4 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
         f"{k} ({'/'.join(v[:2])})" if v else k for k, v in options.items()))
 
 
-from . import ch00, ch01, ch03, ch04, ch05, ch06, ch07, ch08  # noqa: E402,F401  (register the exercises)
+from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08  # noqa: E402,F401  (register the exercises)
