@@ -4,7 +4,7 @@ unused cells under split and paged KV, and what a context holds in tokens of two
 from __future__ import annotations
 
 from .. import capacity, catalog, kv
-from . import as_number, close, exercise, open_question
+from . import CODE, as_number, call, close, exercise, open_question
 
 SEED_8B = catalog.get("llama-3.1-8b")
 
@@ -126,3 +126,52 @@ open_question(
             "measures real messages with the served model's own tokenizer (another tokenizer "
             "gives another ratio)"],
     min_words=30, needs_number=True)
+
+
+def _byte_tokens(text: str) -> list[int]:
+    """A stand-in tokenizer: one token per UTF-8 byte (what a vocabulary without the text's
+    characters falls back to)."""
+    return list(text.encode("utf-8"))
+
+
+def _word_tokens(text: str) -> list[str]:
+    """A stand-in tokenizer: one token per word or punctuation mark."""
+    import re
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
+def chars_that_fit(n_ctx_slot: int, sample: str, tokenize, answer_tokens: int) -> int:
+    """Characters of text like ``sample`` one slot holds after keeping ``answer_tokens`` for
+    the answer: the tokens left, times the sample's characters per token."""
+    return int((n_ctx_slot - answer_tokens) * len(sample) / len(tokenize(sample)))
+
+
+CHARS_CASES = [
+    (4096, "一家小餐廳有四張桌子。", _byte_tokens, 512),
+    (4096, "A small restaurant has four tables, and one fast kitchen.", _word_tokens, 0),
+    (2048, "tables and slots", _byte_tokens, 100),
+    (16384, "每一輪，廚師為每位客人多做一口菜。", _word_tokens, 1024),
+]
+
+
+@exercise("3.7", "Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how many "
+                 "characters of text like `sample` fit in one slot, keeping answer_tokens for the "
+                 "answer. `tokenize(text)` returns the text's list of tokens.", kind=CODE)
+def _chars_fit(fn):
+    for n_ctx_slot, sample, tokenize, answer_tokens in CHARS_CASES:
+        want = chars_that_fit(n_ctx_slot, sample, tokenize, answer_tokens)
+        got = as_number(call(fn, n_ctx_slot, sample, tokenize, answer_tokens))
+        if abs(got - want) <= 1:
+            continue
+        n_tok, n_chr = len(tokenize(sample)), len(sample)
+        if abs(got - (n_ctx_slot - answer_tokens)) <= 1 or abs(got - n_ctx_slot) <= 1:
+            return False, ("a token is not a character: use the sample to find out how many "
+                           "characters one token carries")
+        if abs(got - n_ctx_slot * n_chr / n_tok) <= 1:
+            return False, "the answer shares the slot with the prompt: keep its tokens aside"
+        if abs(got - (n_ctx_slot - answer_tokens) * n_tok / n_chr) <= 1:
+            return False, ("check the units: the result is in characters, and what you multiply "
+                           "by should be characters per token")
+        return False, (f"for a {n_ctx_slot}-token slot, {answer_tokens} answer tokens and a "
+                       f"sample of {n_chr} characters in {n_tok} tokens, your function gave {got:g}")
+    return True, ""

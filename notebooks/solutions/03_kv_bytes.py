@@ -26,3 +26,9 @@ answer_3_6 = ("No. With split KV each of the 4 slots gets 4096 tokens, and at th
               "tokens, so the server would refuse them before any answer. I would tokenize real "
               "customer messages with the served model's tokenizer, add room for the answer, "
               "and size each slot from a high percentile of that.")
+
+
+# 3.7: the tokens the prompt may use, times the sample's characters per token.
+def answer_3_7(n_ctx_slot, sample, tokenize, answer_tokens):
+    chars_per_token = len(sample) / len(tokenize(sample))
+    return int((n_ctx_slot - answer_tokens) * chars_per_token)
