@@ -8,19 +8,24 @@ notebooks' ready-made experiments.
   guests through static, dynamic and continuous batching (notebook 01).
 - :func:`load_run`: one evening of short and long answers at an arrival rate, under a
   scheduling policy (notebook 07).
+- :func:`rush`, :func:`rush_run`, :func:`waits`, :func:`verdict`, :func:`rush_table`:
+  sustained overload, starvation against one fixed limit, and the short answers' TTFT
+  (notebook 07 and its policy exercise).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from .arrivals import poisson
-from .cost import preset
+from .cost import StepCost, preset
 from .engine import simulate
-from .requests import Choice, Uniform
+from .requests import Choice, Request, Uniform
 
 COLUMNS = ["label", "ok", "length", "refused", "failed", "preemptions", "throughput_tok_s",
            "ttft_p50", "ttft_p99", "tpot_p50", "e2e_mean", "e2e_p99", "queue_wait_max",
@@ -147,3 +152,119 @@ def load_run(rate: float = 2.0, slots: int = 4, policy: str = "fifo", n: int = 2
                    output=Choice([32, 600], [1 - long_share, long_share]), seed=seed)
     run = simulate(reqs, slots=slots, policy=policy)
     return {"summary": run.summary(), "run": run}
+
+
+# ---------------------------------------------------------------------------- the rush (notebook 07)
+
+#: The step cost of the scheduling lessons, fixed here so that their numbers and the
+#: exercise checks do not move when the simulator's presets are re-fitted: the simulator's
+#: 8B Q4_K_M on RTX 4090 preset of 2026-11-30 (``preset("rtx4090", "8b-q4")``), rounded.
+RUSH_COST = StepCost(a=6.7e-3, b=2.4e-4, c=3.7e-4, d=1.6e-7,
+                     name="8B Q4 on an RTX 4090 (the preset, rounded)")
+#: One limit for every policy: a long request that waits longer than this for a slot is
+#: starved. A 600-token answer spends about 5 s in a slot, so this is eight answers' time.
+STARVATION_BOUND_S = 40.0
+#: What the chat users of the rush will put up with: 90 % of short answers start within this.
+SHORT_TTFT_P90_LIMIT_S = 8.0
+SHORT_TOKENS, LONG_TOKENS, RUSH_PROMPT = 32, 600, 128
+
+
+def rush(duration: float = 300.0, short_rate: float = 8.2, long_rate: float = 0.2,
+         prompt: int = RUSH_PROMPT) -> list[Request]:
+    """Sustained overload: for ``duration`` seconds a short chat answer (32 tokens, user
+    ``chat``, priority 1) arrives every ``1/short_rate`` s and a long report (600 tokens, user
+    ``reports``, priority 0) every ``1/long_rate`` s, evenly spaced, every prompt ``prompt``
+    tokens. On 4 slots at :data:`RUSH_COST` the short ones alone fit, but both together ask a
+    little more than the server can give, for the whole run: the queue never drains while
+    arrivals last. Even spacing keeps the run free of luck, so a verdict does not depend on
+    a seed."""
+    shorts = [(t, SHORT_TOKENS, "chat", 1) for t in np.arange(0.0, duration, 1.0 / short_rate)]
+    longs = [(t, LONG_TOKENS, "reports", 0)
+             for t in np.arange(0.5 / long_rate, duration, 1.0 / long_rate)]
+    rows = sorted(shorts + longs)
+    return [Request(i, float(t), prompt, out, priority=p, user=u)
+            for i, (t, out, u, p) in enumerate(rows)]
+
+
+def rush_run(policy="fifo", slots: int = 4, **kw):
+    """:func:`rush` (its keyword arguments in ``kw``) through ``policy`` on ``slots`` slots at
+    :data:`RUSH_COST`; a policy may be a name, a Policy or a key function ``key(request, now)``."""
+    return simulate(rush(**kw), slots=slots, policy=policy, cost=RUSH_COST)
+
+
+def waits(run, *, bound: float = STARVATION_BOUND_S, until: float | None = None) -> pd.DataFrame:
+    """The requests of ``run`` that arrived at least ``bound`` seconds before the arrivals
+    stopped (``until``, default the last arrival), so that all of their wait fell while the
+    overload lasted: ``wait`` for a slot and ``ttft``, each counted up to ``until`` at most
+    (a request not yet admitted then has waited at least that long, whatever happened in
+    the quiet after; ``still_waiting`` marks them), and ``starved``: waited more than ``bound``. One limit for every
+    policy, unlike a limit relative to each run's own typical wait."""
+    r = run.requests
+    until = float(r["arrival"].max()) if until is None else until
+    win = r[r["arrival"] <= until - bound]
+    cap = lambda col: win[col].fillna(math.inf).clip(upper=until) - win["arrival"]
+    out = pd.DataFrame({"id": win["id"], "arrival": win["arrival"],
+                        "output_tokens": win["output_tokens"], "user": win["user"],
+                        "wait": cap("admitted"), "ttft": cap("first_token")})
+    out["starved"] = out["wait"] > bound
+    out["still_waiting"] = ~(win["admitted"] <= until)      # not admitted while arrivals lasted
+    return out.reset_index(drop=True)
+
+
+def verdict(run, *, bound: float = STARVATION_BOUND_S,
+            ttft_limit: float = SHORT_TTFT_P90_LIMIT_S) -> dict:
+    """The two numbers the rush is judged by: the longest wait of a long request (and how
+    many waited past ``bound``), and the short answers' TTFT p90; ``ok`` when both hold."""
+    w = waits(run, bound=bound)
+    long_ = w["output_tokens"] == LONG_TOKENS
+    out = {"long_requests": int(long_.sum()),
+           "long_wait_max_s": float(w.loc[long_, "wait"].max()),
+           "long_starved": int(w.loc[long_, "starved"].sum()),
+           "short_ttft_p90_s": float(w.loc[~long_, "ttft"].quantile(0.9))}
+    out["no_starvation"] = out["long_wait_max_s"] <= bound
+    out["short_ttft_ok"] = out["short_ttft_p90_s"] <= ttft_limit
+    out["ok"] = out["no_starvation"] and out["short_ttft_ok"]
+    return out
+
+
+def rush_table(policies: Mapping, **kw) -> pd.DataFrame:
+    """:func:`verdict` of the rush under each ``{label: policy}``, one row each."""
+    return pd.DataFrame({label: verdict(rush_run(p, **kw)) for label, p in policies.items()}).T
+
+
+# ------------------------------------------------------- one developer or thirty chatters (notebook 07)
+
+#: Two services of the capacity seed (002_d3d53c3c703d85c8.txt), as closed loops: each
+#: client sends its next request a think time after its previous answer ended.
+#: ``solo``: one developer's coding assistant, two streams (the chat and the editor's
+#: requests), long prompts full of code, short thinking. ``chat``: thirty people chatting,
+#: each reading and typing for about 30 s between messages.
+SERVICES = {
+    "solo assistant": dict(clients=2, requests=40, think_time=5.0, prompt=(2000, 6000),
+                           output=(100, 300), context=16384),
+    "30-user chat": dict(clients=30, requests=300, think_time=30.0, prompt=(300, 1500),
+                         output=(50, 400), context=4096),
+}
+
+
+def service_runs(slots: Iterable[int] = (1, 2, 4, 8, 16), services: Mapping | None = None,
+                 seed: int = 0) -> pd.DataFrame:
+    """Each service of :data:`SERVICES` on each number of slots at :data:`RUSH_COST`: TTFT
+    p50/p90, the longest wait for a slot, each stream's tok/s, and the KV cache the slots
+    need (slots x the service's context x 8B's 128 KiB per token, the seed's figure)."""
+    from .arrivals import closed_loop
+    kv_per_token = 2 * 32 * 8 * 128 * 2          # 8B: layers, KV heads, head size, fp16
+    rows = []
+    for name, spec in (services or SERVICES).items():
+        spec = dict(spec)
+        context = spec.pop("context")
+        for n in slots:
+            wl = closed_loop(spec["clients"], spec["requests"], think_time=spec["think_time"],
+                             random_think=True, stagger=spec["think_time"] / spec["clients"],
+                             prompt=spec["prompt"], output=spec["output"], seed=seed)
+            s = simulate(wl, slots=n, cost=RUSH_COST).summary()
+            rows.append({"service": name, "slots": n, "ttft_p50": s["ttft_p50"],
+                         "ttft_p90": s["ttft_p90"], "queue_wait_max": s["queue_wait_max"],
+                         "stream_tok_s": 1 / s["tpot_p50"], "requests_per_s": s["requests_per_s"],
+                         "kv_gib": n * context * kv_per_token / 2**30})
+    return pd.DataFrame(rows)
