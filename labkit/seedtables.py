@@ -28,8 +28,9 @@ SEED_001 = "001_027e2139b87c0d3a.txt"
 def why_batching_pays(machine=None, model_cost=None, *, batch: int = 32, context: int = 512,
                       step_cost=None):
     """Seed 001's table and the same figures recomputed: one row per (source, batch size),
-    columns: arithmetic busy, memory bandwidth busy (shares of a step), decode tokens/s in all,
-    and the cost per token relative to batch 1. Each sequence attends ``context`` cells.
+    columns: ``arithmetic busy`` and ``bandwidth busy`` (shares of a step), ``decode tok/s``
+    (all sequences together) and ``cost per token`` (batch 1 = 1). Each sequence attends
+    ``context`` cells.
 
     ``machine``/``model_cost``: :func:`labkit.roofline.machine` and
     :func:`labkit.roofline.model_cost` by default (this machine, the embedded model);
@@ -40,6 +41,7 @@ def why_batching_pays(machine=None, model_cost=None, *, batch: int = 32, context
     from .sim import preset
     m = machine or roofline.machine()
     c = model_cost or roofline.model_cost()
+    who = "the embedded model" if model_cost is None else c.name
     sc = step_cost or preset("rtx4090", "8b-q4")
     seed = SEED_001_WHY_BATCH
     cols = {}
@@ -57,11 +59,9 @@ def why_batching_pays(machine=None, model_cost=None, *, batch: int = 32, context
         moving, computing = roofline.step_times(m, c, tokens=b, logits=b, kv_cells=b * context,
                                                 attention_cells=b * context)
         step = max(moving, computing)
-        cols[(f"roofline: {c.name} on this machine", b)] = [computing / step, moving / step,
+        cols[(f"roofline: {who} on this machine", b)] = [computing / step, moving / step,
                                                            b / step, (step / b) / step1]
-    df = pd.DataFrame(cols, index=["arithmetic busy (share of a step)",
-                                   "memory bandwidth busy (share of a step)",
-                                   "decode tokens/s, all sequences",
-                                   "cost per token (batch 1 = 1)"])
+    df = pd.DataFrame(cols, index=["arithmetic busy", "bandwidth busy", "decode tok/s",
+                                   "cost per token"])
     df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "batch"])
     return df.T
