@@ -20,7 +20,8 @@ def _q8(answer):
         return False, "that is the f16 figure; q8_0 stores 32 values in 34 bytes"
     if close(v, 2 * SEED_8B.n_layer * SEED_8B.n_head_kv * SEED_8B.head_dim):
         return False, "q8_0 is not 1 byte per value: each block of 32 values carries a 2-byte scale"
-    return False, "2 x layers x KV heads x head dim x bytes per value, with 34/32 bytes per value"
+    return False, ("the formula of section 1 holds for every cache type; only the bytes per value "
+                   "change, and a q8_0 block stores its 32 values together with a scale")
 
 
 def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
