@@ -178,7 +178,10 @@ def _work(step) -> list[Work]:
     """A step's work list, whether the step carries its time ``(ms, work)`` or not."""
     if isinstance(step, tuple) and len(step) == 2 and isinstance(step[1], list):
         step = step[1]
-    return [tuple(w) for w in step]
+    work = [tuple(w) for w in step]
+    if any(len(w) != 4 for w in work):
+        raise ValueError("each entry of a step is (slot, request, action, n_tokens)")
+    return work
 
 
 def pattern(steps) -> list[frozenset]:

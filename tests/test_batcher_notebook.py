@@ -99,6 +99,8 @@ def test_step_table_side_by_side_and_first_difference():
     assert len(shorter) == 3 and not shorter[("", "same")].iloc[2]
     # steps without times, and work given as lists, read the same
     assert hb.pattern([[[0, 0, "decode", 1]]]) == hb.pattern([(1.0, [(0, 0, "decode", 1)])])
+    with pytest.raises(ValueError, match="slot, request, action, n_tokens"):
+        hb.pattern([(1.0, [{"slot": 0}])])
 
 
 # ---------------------------------------------------------------- the embedded model
