@@ -3,7 +3,7 @@ one step's cost by hand, and whether continuous batching needs PagedAttention.""
 
 from __future__ import annotations
 
-from . import as_number, as_word, choice, exercise, open_question
+from . import CODE, as_number, as_word, call, choice, exercise, open_question
 
 FIVE_PARTS = {
     "guest's order": "request",
@@ -148,3 +148,40 @@ open_question(
             "less reserved-but-unused memory, so a bigger batch fits",
             "names when that matters: memory-bound batch size, long or uneven requests"],
     min_words=30, needs_number=True)
+
+
+NO_CONT_CASES = [
+    ([(0.0, 300, 4), (0.0, 120, 2), (0.01, 200, 3)], 2),
+    ([(0.0, 64, 12), (0.005, 500, 3), (0.006, 80, 5), (0.2, 40, 2)], 3),
+]
+
+
+def no_cont_steps(guests, slots: int) -> list[float]:
+    """The step durations of ``guests`` ((arrival, prompt, answer) tuples) on ``slots`` slots
+    with llama.cpp's --no-cont-batching, from the simulator (RTX 4090 preset)."""
+    from ..sim import Request, preset, simulate
+    reqs = [Request(id=i, arrival=a, prompt_tokens=p, output_tokens=o)
+            for i, (a, p, o) in enumerate(guests)]
+    run = simulate(reqs, slots=slots, cost=preset("rtx4090", "8b-q4"), batching="no_cont")
+    return [float(x) for x in run.steps["dur_s"]]
+
+
+@exercise("1.7", "Write run_no_cont(guests, slots, cost): run_by_hand's loop, but a prompt is read "
+                 "only in a step where no slot is generating (llama.cpp --no-cont-batching). "
+                 "Return each step's duration.", kind=CODE)
+def _no_cont(fn):
+    import math
+
+    from ..sim import preset
+    cost = preset("rtx4090", "8b-q4")
+    for guests, slots in NO_CONT_CASES:
+        want = no_cont_steps(guests, slots)
+        got = [float(x) for x in call(fn, [tuple(g) for g in guests], slots, cost)]
+        if len(got) == len(want) and all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want)):
+            continue
+        first = next((i for i, (g, w) in enumerate(zip(got, want))
+                      if not math.isclose(g, w, rel_tol=1e-9)), min(len(got), len(want)))
+        return False, (f"{len(guests)} guests on {slots} slots: your run has {len(got)} steps, "
+                       f"llama.cpp's rule gives {len(want)}, and they first differ at step "
+                       f"{first}. In that step, was any slot generating, and was a prompt read?")
+    return True, ""

@@ -35,3 +35,37 @@ answer_1_6 = ("No. My engine read a new prompt in 2 of its 60 steps while the ot
               "batching is only scheduling between steps. PagedAttention hands out KV memory in "
               "blocks as sequences grow, so less memory sits reserved and more sequences fit in "
               "a batch; I would want it on a GPU with long, uneven requests.")
+
+
+# 1.7: run_by_hand with one rule changed: prompt chunks only when nobody is generating, so a
+# newcomer's prompt waits until every seated guest has finished their answer.
+def answer_1_7(guests, slots, cost, n_batch=2048):
+    t, waiting, seated, steps = 0.0, sorted(guests), [], []
+    while waiting or seated:
+        while waiting and waiting[0][0] <= t and len(seated) < slots:
+            _, prompt, answer = waiting.pop(0)
+            seated.append({"prompt_left": prompt, "cells": 0, "answer_left": answer})
+        if not seated:
+            t = waiting[0][0]
+            continue
+        decoding = [g for g in seated if g["prompt_left"] == 0]
+        budget, chunks = n_batch - len(decoding), []
+        for g in seated:
+            if g["prompt_left"] and budget > 0 and not decoding:     # the one changed line
+                chunks.append((g, min(g["prompt_left"], budget)))
+                budget -= chunks[-1][1]
+        n_prompt = sum(n for _, n in chunks)
+        attended = sum(g["cells"] + 1 for g in decoding) + sum(g["cells"] + n for g, n in chunks)
+        pairs = sum(n * (g["cells"] + n / 2) for g, n in chunks)
+        dur = cost.a + cost.b * n_prompt + cost.c * len(decoding) + cost.d * attended + cost.e * pairs
+        t += dur
+        steps.append(dur)
+        for g in decoding:
+            g["cells"] += 1
+            g["answer_left"] -= 1
+        for g, n in chunks:
+            g["cells"] += n
+            g["prompt_left"] -= n
+            g["answer_left"] -= g["prompt_left"] == 0
+        seated = [g for g in seated if g["answer_left"] > 0]
+    return steps
