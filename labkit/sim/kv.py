@@ -23,6 +23,10 @@ is shared between the tables (slots, 窗口) changes what happens under load:
   later recomputed. Memory is counted in whole blocks (including the unused tail
   of each sequence's last block).
 
+How much of the pool each model leaves reserved but unused, at equal memory and
+on the same workload (split: whole stripes; unified: nothing ahead; paged: the
+tail of each last block), is measured by :mod:`labkit.sim.waste`.
+
 Prefix caching (``prefix_cache=True`` in :func:`labkit.sim.simulate`): requests
 with the same ``prefix_id`` can skip prefilling the shared prefix when the cells
 that hold it are still there. Split and unified caches work per slot, like
