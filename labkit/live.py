@@ -2,10 +2,12 @@
 
 Asking a running server (:func:`ask`, :func:`ask_messages`), reading its startup facts
 (:func:`startup_lines`, :func:`startup_table`), running requests through the engine in
-process and keeping its step trace (:func:`run_requests`), and the live experiments of
-notebooks 06 and 07 (:func:`queue_burst`, :func:`extract_then_sort`,
-:func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach them as ``nb.ask`` and so on,
-through :mod:`labkit.notebook`, which re-exports them; this module never imports that one.
+process and keeping its step trace (:func:`run_requests`), the stopwatch of notebook 05
+(:func:`source_lines`, :func:`times_agree`, :func:`decode_rates`, :func:`text_agreement`), and
+the live experiments of notebooks 06 and 07 (:func:`queue_burst`, :func:`extract_then_sort`,
+:func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach most of them as ``nb.ask`` and
+so on, through :mod:`labkit.notebook`, which re-exports them, and the stopwatch helpers as
+``live.source_lines`` (``from labkit import live``); this module never imports the facade.
 """
 
 from __future__ import annotations
@@ -201,6 +203,72 @@ def queue_burst(config, prompt: str, n: int, max_tokens: int):
                          "answer_s": time.perf_counter() - t0,
                          "generated": (f.usage or {}).get("completion_tokens", 0)})
     return pd.DataFrame(rows).sort_values("request").set_index("request")
+
+
+# ---------------------------------------------------------------------------- the stopwatch (notebook 05)
+
+def source_lines(fn, *needles: str) -> str:
+    """The lines of ``fn``'s source that contain any of ``needles``, each with its line number
+    in the file, so a notebook can show where a library takes a measurement."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return "\n".join(f"{first + i:4d}  {line.rstrip()}" for i, line in enumerate(lines)
+                     if any(n in line for n in needles))
+
+
+def times_agree(a: float, b: float, *, rel: float = 0.25, abs_s: float = 0.1) -> bool:
+    """Whether two timings of the same thing agree: within ``abs_s`` seconds or ``rel`` of the
+    larger, whichever is looser (a request timed twice on a shared machine is not timed twice
+    alike)."""
+    return abs(a - b) <= max(abs_s, rel * max(abs(a), abs(b)))
+
+
+def decode_rates(rows):
+    """Per successful request of a :func:`labkit.bench.measure` result: the server's own decode
+    speed (``timings.predicted_per_second``: tokens over the span from its first sampled token
+    to its last) next to the client's ``completion_tokens / completion_s`` (the whole time from
+    sending, so it also holds the wait for a slot and the prompt's prefill), and the decode
+    speed read off the client's clock, ``(tokens - 1) / (end - first token)``."""
+    import pandas as pd
+    ok = rows[rows["error"].isna()].copy()
+    tokens = pd.to_numeric(ok["completion_tokens"], errors="coerce")
+    ok["server_decode_tok_s"] = [(t or {}).get("predicted_per_second") if isinstance(t, dict)
+                                 else None for t in ok["timings"]]
+    ok["client_tok_s"] = tokens / ok["completion_s"]
+    ok["client_decode_tok_s"] = (tokens - 1) / (ok["end_s"] - ok["first_chunk_s"])
+    ok["prefill_and_wait_share"] = ok["ttft_s"] / ok["completion_s"]
+    return ok[["workload", "kv_mode", "slots", "round", "doc_id", "completion_tokens", "ttft_s",
+               "completion_s", "server_decode_tok_s", "client_decode_tok_s", "client_tok_s",
+               "prefill_and_wait_share"]].reset_index(drop=True)
+
+
+def text_agreement(rows, baseline_slots: int = 1):
+    """Compare every answer of a :func:`labkit.bench.measure` result with the answer the
+    ``baseline_slots`` configuration gave to the same document (same workload and round, the
+    baseline's KV mode being the first one found). One row per configuration: documents
+    compared, identical answers, and for the first that differ, where the two texts part."""
+    import pandas as pd
+    ok = rows[rows["error"].isna()]
+    out = []
+    for (wl, rnd), g in ok.groupby(["workload", "round"], sort=False):
+        base = g[g["slots"] == baseline_slots]
+        if base.empty:
+            continue
+        base = base[base["kv_mode"] == base["kv_mode"].iloc[0]].set_index("doc_id")["answer"]
+        for (kv, slots), c in g.groupby(["kv_mode", "slots"], sort=False):
+            same, first_diff = 0, None
+            both = [(d, a) for d, a in zip(c["doc_id"], c["answer"]) if d in base.index]
+            for doc, answer in both:
+                if answer == base[doc]:
+                    same += 1
+                elif first_diff is None:
+                    at = next((i for i, (x, y) in enumerate(zip(answer, base[doc])) if x != y),
+                              min(len(answer), len(base[doc])))
+                    first_diff = f"{doc}: from character {at}: {answer[at:at + 30]!r} vs " \
+                                 f"{base[doc][at:at + 30]!r}"
+            out.append({"workload": wl, "round": rnd, "kv_mode": kv, "slots": slots,
+                        "compared": len(both), "identical": same, "first difference": first_diff})
+    return pd.DataFrame(out)
 
 
 # ---------------------------------------------------------------------------- counterexamples (notebook 06)
