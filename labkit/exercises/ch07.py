@@ -27,7 +27,8 @@ def _starves(answer):
         return False, "FIFO serves everyone in arrival order: a long request waits its turn, never longer"
     if p == "fair":
         return False, "fair share counts service per user, not per request length"
-    return False, "look at what each policy sorts on: which one always picks by answer length?"
+    return False, ("with every request labelled alike, priority is plain arrival order: which "
+                   "policy lets later requests pass a waiting long one, again and again?")
 
 
 @exercise("7.2", "One user sends 85% of the requests and the other 15%. Which policy keeps the "
@@ -38,7 +39,7 @@ def _fair(answer):
         return True, ""
     if p == "priority":
         return False, "priority looks at a label on each request, not at who has already been served"
-    return False, "look for the policy that counts the tokens served to each user"
+    return False, "which of the four policies knows who sent each request?"
 
 
 def queue_refusals(n: int = 10, slots: int = 2, max_queue: int = 4) -> int:
@@ -68,8 +69,8 @@ def _batch(answer):
     if w in ("down", "falls", "fall", "lower", "decreases", "slower", "下降", "變慢", "降低"):
         return True, ""
     if w in ("up", "rises", "rise", "higher", "increases", "faster", "上升", "變快", "提高"):
-        return False, ("the total may rise a little, but every step now carries more sequences, "
-                       "so each one gets its next token later")
+        return False, ("that is the total tok/s; read section 4's per_stream_tok_s column as the "
+                       "slots grow")
     raise ValueError("answer 'up' or 'down'")
 
 
