@@ -149,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--rates", type=float, nargs="*", default=[0.1, 0.25],
                    help="Poisson rates (requests/s) of the mixed open-loop runs")
     p.add_argument("--mixed-slots", type=int, default=4)
+    p.add_argument("--mixed-docs", type=int, nargs=2, default=[8, 4], metavar=("SHORT", "LONG"),
+                   help="short and long documents of the mixed workload (default 8 4)")
     p.add_argument("--earlier-fit", nargs="*", default=["short:1", "short:4"],
                    help="the earlier model's fit runs (measured again; empty: skip it)")
     p.add_argument("--rounds", type=int, default=2)
@@ -176,7 +178,7 @@ def main(argv=None) -> int:
     earlier = [parse_config(c) for c in a.earlier_fit]
     workloads = {"short": bench.load_workload("short"),
                  "long": bench.load_workload("long").head(a.long_docs),
-                 "mixed": mixed_workload()}
+                 "mixed": mixed_workload(*a.mixed_docs)}
     started = dt.datetime.now().astimezone()
     cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
@@ -224,14 +226,11 @@ def main(argv=None) -> int:
             f"labkit server: -c {a.n_ctx} split KV, -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
             f"{a.rounds} round(s) per held-out configuration, fresh server per run, "
             f"temperature 0, cache_prompt false; long set: first {a.long_docs} documents; "
-            f"mixed: 8 short + 4 long, Poisson at {', '.join(f'{x:g}' for x in a.rates)}/s "
+            f"mixed: {a.mixed_docs[0]} short + {a.mixed_docs[1]} long, Poisson at {', '.join(f'{x:g}' for x in a.rates)}/s "
             f"on {a.mixed_slots} slots"]
-    out, t = analyze(runs, cal.steps, cal.rows, a)
-    print("\n".join(head + [""] + out))
-    if a.out:
+    if a.out:                                     # the measurements first, then the analysis
         d = Path(a.out)
         d.mkdir(parents=True, exist_ok=True)
-        t.to_csv(d / "fidelity.csv", index=False)
         pd.concat([x["rows"].assign(config=x["config"])
                    .drop(columns=["usage", "timings"], errors="ignore") for x in runs]
                   ).to_csv(d / "rows.csv", index=False)
@@ -244,6 +243,10 @@ def main(argv=None) -> int:
         cal.rows.drop(columns=["usage", "timings"], errors="ignore").to_csv(
             d / "calibration_rows.csv", index=False)
         (d / "header.txt").write_text("\n".join(head) + "\n")
+    out, t = analyze(runs, cal.steps, cal.rows, a)
+    print("\n".join(head + [""] + out))
+    if a.out:
+        t.to_csv(d / "fidelity.csv", index=False)
         (d / "report.md").write_text("\n".join(head + [""] + out) + "\n")
     return 0
 

@@ -24,6 +24,7 @@ bootstrap over steps for each coefficient's uncertainty.
     cal.fit.uncertainty()                    # a..e, standard errors, 95 % intervals
     cal.cost                                 # the StepCost for labkit.sim.simulate
     cal.rtt_s                                # per-request time outside the engine
+    sim.plots.fit_check(cal.fit, cal.periods)  # measured against predicted, step by step
 
 Quick mode (the test suite, a notebook): prompts from 64 to 1024 tokens, 1 and 2 in flight.
 """
@@ -153,6 +154,11 @@ class Calibration:
     def cost(self):
         return self.fit.cost
 
+    @property
+    def periods(self) -> pd.DataFrame:
+        """The steps the fit was made on (``sim.plots.fit_check(cal.fit, cal.periods)``)."""
+        return periods(self.steps)
+
     def table(self) -> pd.DataFrame:
         """The coefficients with their bootstrap uncertainty, in readable units."""
         u = self.fit.uncertainty()
@@ -174,18 +180,23 @@ class Calibration:
                 "foreign_cores_max": max(self.foreign) if self.foreign else float("nan")}
 
 
-def fit_traces(steps: pd.DataFrame, slots: pd.DataFrame | None = None, *, bootstrap: int = 200,
-               terms=None, name: str = "calibrated", seed: int = 0):
-    """Fit the step cost on the step *periods* of a trace (:func:`labkit.sim.calibrate.
-    step_periods`), with the prefill attention from the slot trace."""
+def periods(steps: pd.DataFrame, slots: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The step trace as the fit sees it: ``dur_s`` is each step's *period*
+    (:func:`labkit.sim.calibrate.step_periods`: ``llama_decode`` plus the host work up to
+    the next step), with the prefill attention from the slot trace; phase by phase."""
     from ..sim.calibrate import step_periods
     from ..sim.features import with_prefill_attention
-    from ..sim.fit import fit
     parts = []
     for _, g in (steps.groupby("in_flight") if "in_flight" in steps.columns else [(0, steps)]):
         parts.append(step_periods(with_prefill_attention(g, slots)))
-    return fit(pd.concat(parts, ignore_index=True), name=name, terms=terms,
-               bootstrap=bootstrap, seed=seed)
+    return pd.concat(parts, ignore_index=True)
+
+
+def fit_traces(steps: pd.DataFrame, slots: pd.DataFrame | None = None, *, bootstrap: int = 200,
+               terms=None, name: str = "calibrated", seed: int = 0):
+    """Fit the step cost on the step periods of a trace (:func:`periods`)."""
+    from ..sim.fit import fit
+    return fit(periods(steps, slots), name=name, terms=terms, bootstrap=bootstrap, seed=seed)
 
 
 def run(quick: bool = False, *, the_plan: Plan | None = None, n_threads: int = 2,

@@ -7,8 +7,9 @@ finds non-negative a, b, c, d, e minimising the squared relative error of
     dur_s ~ a + b * n_prefill_tokens + c * n_decode + d * attended + e * prefill_attn
 
 (relative, so that hundreds of 8 ms decode steps and a few 5 s prompt steps are fitted
-equally well: each step's error is divided by its time as a first fit predicts it;
-``weight="absolute"`` for seconds).
+equally well: each step's error is divided by its time as a first fit predicts it, and
+steps that fit cannot explain at all, disturbed by another process, are left out and
+counted; ``weight="absolute"`` for seconds).
 
 ``prefill_attn`` (the prompt chunks' attention pairs, n x (h + n/2) per chunk) is taken
 from the trace when it has the column, else computed from the engine's slot trace when
@@ -53,6 +54,7 @@ class Fit:
     active: tuple = field(default=COEFS)   # coefficients left free and non-zero
     terms: tuple = field(default=COEFS)    # coefficients the fit was allowed to use
     boot: pd.DataFrame | None = None       # one row of coefficients per bootstrap resample
+    outliers: int = 0           # steps left out of the second, relative pass (see fit)
 
     def uncertainty(self) -> pd.DataFrame:
         """One row per coefficient: value, bootstrap standard error and 95 % interval
@@ -72,7 +74,7 @@ class Fit:
     def summary(self) -> dict:
         e = self.rel_err.abs()
         out = {
-            "n_steps": self.n_steps, "r2": self.r2,
+            "n_steps": self.n_steps, "outliers": self.outliers, "r2": self.r2,
             "median_abs_rel_err": float(e.median()) if len(e) else float("nan"),
             "p90_abs_rel_err": float(e.quantile(0.9)) if len(e) else float("nan"),
             **self.cost.as_dict(),
@@ -168,14 +170,20 @@ def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
     w = 1.0 / y if weight == "relative" else np.ones_like(y)
     Xw, yw = X * w[:, None], y * w
     coef, active = nnls_small(Xw, yw, allowed)
+    keep = np.ones(len(y), dtype=bool)
     if weight == "relative":
         # Second pass: weigh each step by its *predicted* time, so that a step which
-        # happened to run slow is not trusted less than one which ran fast (weights from
-        # the measurement itself would pull every coefficient down a little).
+        # happened to run fast is not trusted more than one which ran slow (weights from
+        # the measurement itself pull every coefficient down a little), and leave out the
+        # steps the first fit cannot explain at all: more than 5 robust standard deviations
+        # (and 5 %) off, typically a step during which another process took the CPU.
         first = X @ coef
         if np.all(first > 0):
+            r = (y - first) / first
+            spread = 1.4826 * np.median(np.abs(r - np.median(r)))
+            keep = np.abs(r) <= max(5 * spread, 0.05)
             w = 1.0 / first
-            Xw, yw = X * w[:, None], y * w
+            Xw, yw = (X * w[:, None])[keep], (y * w)[keep]
             coef, active = nnls_small(Xw, yw, allowed)
     pred = X @ coef
     ss_res = float(np.sum((y - pred) ** 2))
@@ -190,9 +198,9 @@ def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
         rng = np.random.default_rng(seed)
         draws = []
         for _ in range(int(bootstrap)):
-            i = rng.integers(0, len(y), len(y))
+            i = rng.integers(0, len(yw), len(yw))
             draws.append(nnls_small(Xw[i], yw[i], allowed)[0])
         boot = pd.DataFrame(np.maximum(np.array(draws), 0.0), columns=list(COEFS))
     return Fit(cost=cost, r2=r2, rel_err=rel, predicted=pred, n_steps=int(ok.sum()),
                dropped=int((~ok).sum()), active=tuple(COEFS[i] for i in active),
-               terms=terms, boot=boot)
+               terms=terms, boot=boot, outliers=int((~keep).sum()))
