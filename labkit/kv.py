@@ -116,6 +116,47 @@ def slot_context(n_ctx: int, n_slots: int, kv_unified: bool, *,
     return SlotContext(n_ctx, n_ctx_seq, cap, n_slots, kv_unified)
 
 
+def server_pool(n_ctx: int, n_slots: int, *, n_ctx_train: int | None = None,
+                per_slot: int | None = None) -> int:
+    """The context size llama-server asks llama.cpp for, before padding.
+
+    - ``-c N`` (N > 0): N, whatever ``--kv-unified-per-slot`` says (the cap then only limits
+      each slot; a cap above the slot's stripe or pool has no effect, and the log warns).
+    - ``-c 0`` (or no ``-c``) with ``--kv-unified-per-slot N``: ``n_slots x N`` (the log says
+      "sizing KV pool to n_parallel * kv_unified_per_slot").
+    - ``-c 0`` otherwise: the model's training context.
+
+    Measured on llama-server (the xllamacpp wheel, 2026-11-30): ``-c 0 -np 2
+    --kv-unified-per-slot 1024`` sizes a pool of 2048 cells, ``-c 4096`` with the same cap
+    keeps 4096, split or unified alike.
+
+    >>> server_pool(0, 2, per_slot=1024), server_pool(4096, 2, per_slot=1024)
+    (2048, 4096)
+    """
+    if n_ctx < 0:
+        raise ValueError(f"n_ctx must be >= 0, got {n_ctx}")
+    if n_ctx:
+        return n_ctx
+    if per_slot:
+        return n_slots * per_slot
+    if not n_ctx_train:
+        raise ValueError("-c 0 takes the model's training context: pass n_ctx_train")
+    return n_ctx_train
+
+
+def server_slot_context(n_ctx: int, n_slots: int, kv_unified: bool, *,
+                        n_ctx_train: int | None = None,
+                        per_slot: int | None = None) -> SlotContext:
+    """:func:`slot_context` for llama-server's flags as given, ``-c 0`` included: the pool is
+    :func:`server_pool`, then padded and shared as llama.cpp does.
+
+    >>> server_slot_context(0, 3, True, per_slot=1000, n_ctx_train=8192)
+    SlotContext(n_ctx=3072, n_ctx_seq=3072, n_ctx_slot=1000, n_slots=3, kv_unified=True)
+    """
+    pool = server_pool(n_ctx, n_slots, n_ctx_train=n_ctx_train, per_slot=per_slot)
+    return slot_context(pool, n_slots, kv_unified, n_ctx_train=n_ctx_train, per_slot=per_slot)
+
+
 def kv_cache_bytes(info, n_ctx: int, type_k: str = "f16", type_v: str | None = None) -> float:
     """Bytes llama.cpp's KV cache should take for n_ctx cells of this model."""
     return model_bytes_per_token(info, type_k, type_v) * n_ctx

@@ -10,7 +10,35 @@ _sc = kv.slot_context(1000, 3, False)
 answer_4_2 = (_sc.n_ctx, _sc.n_ctx_seq)
 
 # 4.3: no -np means "auto": 4 slots sharing one unified pool; each slot may use min(8192, n_ctx_train).
-answer_4_3 = (4, True, 8192)
+answer_4_3 = (4, "共用桌", 8192)
 
 # 4.4: each request reserves 900 + 500 = 1400 cells; 4096 // 1400 = 2 fit at once.
 answer_4_4 = 4096 // (900 + 500)
+
+# 4.5: without -c the pool is np x cap = 4 x 1536 = 6144 (already a multiple of 256); a -c you
+# write stays: 4096, each slot capped at 1536 (seed FAQ 5).
+answer_4_5 = (4 * 1536, 4096)
+
+# 4.6: -b and -ub are token counts inside one llama_decode call; -np 2 is the slot count (FAQ 6).
+answer_4_6 = 2
+
+# 4.7: llama-server ends every request in flight with HTTP 500 "Context size has been exceeded."
+answer_4_7 = "全部失敗"
+
+
+# 4.8: llama-server's rules, written out.
+def answer_4_8(c, np, unified, n_ctx_train):
+    def pad(n):                                   # round up to a multiple of 256 cells
+        return -(-n // 256) * 256
+    pool = pad(c if c > 0 else n_ctx_train)       # -c 0: the training context
+    per_seq = pool if unified else pad(pool // np)
+    return min(per_seq, n_ctx_train)
+
+
+# 4.9: an open question; any answer that reasons with numbers is accepted, then compared with
+# the model answer and rubric.
+answer_4_9 = ("Split -np 4 -c 24576 gives each agent 6144 but refuses the 20k document, so I "
+              "choose unified -np 4 -c 32768: one slot may take the whole 20k document. If the "
+              "four agents (4 x 6k = 24k) and the document (20k) grow together, 44k is more than "
+              "32768 and llama-server fails every request in flight with HTTP 500, so I send the "
+              "document when the agents are idle, or raise -c to 45056 and pay its memory.")
