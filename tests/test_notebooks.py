@@ -16,7 +16,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[0-9]_*.ipynb"))
 
 def test_the_notebooks_exist():
     names = [p.name for p in NOTEBOOKS]
-    assert names[:4] == ["00_setup.ipynb", "01_restaurant.ipynb",
+    assert names[:5] == ["00_setup.ipynb", "01_restaurant.ipynb", "02_build_a_batcher.ipynb",
                          "03_kv_bytes.ipynb", "04_split_vs_unified.ipynb"]
     assert {"05_slots_live.ipynb", "06_counterexamples.ipynb", "07_scheduling.ipynb",
             "08_capacity_planning.ipynb"} <= set(names)
