@@ -1,8 +1,22 @@
-"""The workbook's shared vocabulary, in English and in the Traditional Chinese of its sources.
+"""The workbook's shared vocabulary, in English and in Traditional Chinese as written in Taiwan.
 
-Workshops run in either language, so every term keeps the name the source
-articles gave it. Notebooks show the table with :func:`table`; docs/GLOSSARY.md
-is generated from :func:`markdown` (a test keeps the two identical).
+Each term has four names and a meaning:
+
+- ``english``: the term as the notebooks write it;
+- ``chinese``: the standard technical term a Taiwanese engineer writes (請求, 槽位, KV 快取);
+- ``metaphor``: the seed articles' picture of it, where they give one (窗口, 桌面, 已讀筆記,
+  每輪換桌名單 from 000_7ca7d4cd839f7038.txt; the bus of 001_027e2139b87c0d3a.txt), else "";
+- ``restaurant``: the same picture in English;
+- ``engineer``: what it is in llama.cpp terms.
+
+``aliases`` holds the other words a reader may use for it, in either language. Notebooks show
+the table with :func:`table`; docs/GLOSSARY.md is generated from :func:`markdown` (a test keeps
+the two identical). :func:`lookup` finds a term by any of its names; :func:`words` and
+:func:`options` give exercise checks the accepted answers in both languages::
+
+    >>> lookup("連續批次").english
+    'continuous batching'
+    >>> choice(answer, options("fifo", "sjf"))        # labkit.exercises.choice
 """
 
 from __future__ import annotations
@@ -14,73 +28,202 @@ from dataclasses import dataclass
 class Term:
     english: str
     chinese: str
+    metaphor: str
     restaurant: str
     engineer: str
+    aliases: tuple[str, ...] = ()
+
+    def names(self) -> tuple[str, ...]:
+        """Every name of the term, English first, no repeats, empty ones left out."""
+        seen: list[str] = []
+        for w in (self.english, self.chinese, self.metaphor, *self.aliases):
+            if w and w not in seen:
+                seen.append(w)
+        return tuple(seen)
 
 
 TERMS: list[Term] = [
-    Term("request", "正在辦的單", "one guest's order",
-         "one call to the model: a prompt in, tokens out; an agent task may make many"),
-    Term("slot", "窗口", "a table",
-         "a sequence position the server works on at once (llama-server -np; a sequence id)"),
-    Term("context", "桌面", "the table top",
-         "the tokens one sequence may hold, prompt and generated together (n_ctx_slot)"),
-    Term("KV cache", "已讀筆記", "the notes kept about each order",
-         "keys and values of every past token, per layer, reused at each decode step"),
-    Term("continuous batching", "每輪換桌名單", "refilling tables at every step",
-         "iteration-level scheduling: sequences join and leave the batch between decode steps"),
-    Term("prefill", "先讀提示", "reading the order",
-         "processing the prompt tokens, many per step; sets the time to first token"),
-    Term("decode", "逐步生成", "cooking one bite at a time",
-         "generating one token per sequence per step; reads all weights once per step"),
-    Term("TTFT", "首字等待", "waiting for the first bite",
-         "time to first token: from sending the request to its first visible text"),
-    Term("throughput", "吞吐", "meals served per hour",
-         "output tokens per second summed over all requests"),
-    Term("split KV", "分割 KV", "each table gets a fixed share of the table top",
-         "n_ctx_seq = n_ctx / n_slots (padded to 256); --no-kv-unified"),
-    Term("unified KV", "unified KV / 共用桌", "one long shared table top",
-         "all sequences share one pool of n_ctx cells; --kv-unified"),
-    Term("static batching", "靜態批次", "a bus that leaves full and lets everyone off at the end",
-         "collect N requests, run them all to completion"),
-    Term("dynamic batching", "動態批次", "a bus that leaves when full or after a wait",
-         "max batch size plus max wait; each batch still runs to completion"),
-    Term("prefix cache", "前綴重用", "keeping the notes of a set menu everyone orders first",
-         "reusing the KV of a shared prompt prefix (cache_prompt)"),
-    Term("paged attention", "分頁注意力", "notes on loose pages instead of a reserved notebook",
-         "KV stored in fixed-size blocks allocated on demand"),
-    Term("in-flight requests", "在途數", "guests ordering at the same time",
-         "how many requests the client keeps outstanding (closed loop)"),
-    Term("worksheet", "工作表", "the kitchen's log book",
-         "one row per configuration: throughput, TTFT, errors, correct answers, memory"),
-    Term("answer key", "答案本", "the recipe the dish is checked against",
-         "the expected id, owner and deadline of every test document"),
-    Term("warm-up", "暖機", "heating the stove before service",
-         "an unscored first request so one-time costs don't land in the measurement"),
-    Term("sampled peak", "取樣峰值", "the busiest moment someone happened to look",
-         "the highest memory reading of a 200 ms sampler; brief spikes can be missed"),
-    Term("three gates", "三關", "the dish fits the table, comes in time, and is right",
-         "usable concurrency = fits the context AND acceptable wait AND correct answers"),
+    # ---- the five parts (seed 000, section 一)
+    Term("request", "請求", "正在辦的單", "one guest's order",
+         "one call to the model: a prompt in, tokens out; an agent task may make many",
+         ("requests", "req")),
+    Term("slot", "槽位", "窗口", "a table",
+         "a sequence position the server works on at once (llama-server -np; a sequence id)",
+         ("slots", "槽", "sequence", "序列", "n_slots")),
+    Term("context", "上下文", "桌面", "the table top",
+         "the tokens one sequence may hold, prompt and generated together (n_ctx_slot)",
+         ("ctx", "context window", "上下文長度", "n_ctx_slot", "n ctx slot")),
+    Term("KV cache", "KV 快取", "已讀筆記", "the notes kept about each order",
+         "keys and values of every past token, per layer, reused at each decode step",
+         ("kv", "kvcache", "KV 快取記憶體", "KV Cache")),
+    Term("continuous batching", "連續批次", "每輪換桌名單", "refilling tables at every step",
+         "iteration-level scheduling: sequences join and leave the batch between decode steps",
+         ("continuous", "cont batching", "--cont-batching", "連續批處理", "迭代層級調度",
+          "iteration-level scheduling")),
+    # ---- the two phases and what a learner measures
+    Term("prefill", "預填", "先讀提示", "reading the order",
+         "processing the prompt tokens, many per step; sets the time to first token",
+         ("prompt processing", "預填充", "提示處理")),
+    Term("decode", "解碼", "逐步生成", "cooking one bite at a time",
+         "generating one token per sequence per step; reads all weights once per step",
+         ("decoding", "decode step", "解碼步驟", "生成")),
+    Term("token", "詞元", "", "a bite",
+         "the model's unit of text; not a character: one Chinese character is often one token "
+         "or more", ("tokens", "Token")),
+    Term("TTFT", "首個 token 延遲", "首字等待", "waiting for the first bite",
+         "time to first token: from sending the request to its first visible text",
+         ("time to first token", "first token latency", "首 token 延遲", "首字延遲", "首字時間")),
+    Term("throughput", "吞吐", "", "meals served per hour",
+         "output tokens per second summed over all requests", ("吞吐量", "tok/s", "tokens/s")),
+    Term("latency", "延遲", "", "how long one guest waits",
+         "the time one request takes, end to end (or to its first token: TTFT)",
+         ("延遲時間", "e2e latency", "end-to-end latency")),
+    Term("in-flight requests", "在途請求數", "在途數", "guests ordering at the same time",
+         "how many requests the client keeps outstanding (closed loop)",
+         ("in flight", "in-flight", "outstanding requests", "concurrency", "並發數")),
+    Term("usable concurrency", "可用並行數", "三關一起過", "how many tables really serve well",
+         "the largest in-flight count that passes the three gates",
+         ("可用並行", "usable parallelism")),
+    Term("three gates", "三關", "", "the dish fits the table, comes in time, and is right",
+         "usable concurrency = fits the context AND acceptable wait AND correct answers",
+         ("3 gates", "三道關卡")),
+    # ---- KV layouts (seed 000, section 二)
+    Term("split KV", "分割 KV", "", "each table gets a fixed share of the table top",
+         "n_ctx_seq = n_ctx / n_slots (padded to 256); --no-kv-unified",
+         ("split", "--no-kv-unified", "分割", "分割配置", "分割 KV 配置")),
+    Term("unified KV", "統一 KV", "", "one long shared table top",
+         "all sequences share one pool of n_ctx cells; --kv-unified",
+         ("unified", "--kv-unified", "共用 KV 池", "共同容量池", "共用桌", "unified kv cache")),
+    Term("PagedAttention", "分頁注意力", "", "notes on loose pages instead of a reserved notebook",
+         "KV stored in fixed-size blocks allocated on demand (vLLM)",
+         ("paged attention", "pagedattention", "paging", "分頁")),
+    Term("prefix cache", "前綴快取", "前綴重用", "keeping the notes of a set menu everyone orders first",
+         "reusing the KV of a shared prompt prefix (cache_prompt)",
+         ("prefix caching", "prefix reuse", "cache_prompt", "prompt cache", "提示快取")),
+    # ---- batching (seed 001)
+    Term("static batching", "靜態批次", "到終點才一起下車的巴士",
+         "a bus that leaves full and lets everyone off at the end",
+         "collect N requests, run them all to completion", ("static", "靜態批處理")),
+    Term("dynamic batching", "動態批次", "隨時上車、仍要等全車到站的巴士",
+         "a bus that leaves when full or after a wait",
+         "max batch size plus max wait; each batch still runs to completion",
+         ("dynamic", "動態批處理")),
+    Term("batch size", "批次大小", "", "how many orders the kitchen cooks in one round",
+         "how much one step processes: sequences for vLLM (max_num_seqs), tokens per "
+         "llama_decode call for llama.cpp (-b, n_batch), which is not the slot count",
+         ("batch", "批次", "max batch size", "最大批次大小", "n_batch", "max_num_seqs")),
+    Term("microbatch", "微批次", "", "one pan of a big order",
+         "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch)",
+         ("micro-batch", "ubatch", "n_ubatch", "微批")),
+    Term("step", "步驟", "", "one round of the kitchen",
+         "one forward pass of the model over the current batch (one llama_decode call)",
+         ("iteration", "迭代", "decode iteration", "一步")),
+    # ---- scheduling (seed 001, section 五: the policies by the names it gives them)
+    Term("scheduling policy", "調度策略", "", "who is seated next",
+         "the rule that picks which waiting requests join the batch at each step",
+         ("scheduler", "scheduling", "policy", "調度", "排程策略", "排程")),
+    Term("FIFO", "先來先服務", "", "seated in order of arrival",
+         "serve requests in arrival order; fair and simple, a long request holds up short ones",
+         ("fifo", "fcfs", "first come first served", "first in first out", "先進先出",
+          "先到先服務")),
+    Term("SJF", "最短作業優先", "", "the quick orders first",
+         "serve the request with the shortest expected output first; lowest mean latency, "
+         "a long request may wait for ever",
+         ("sjf", "shortest job first", "shortest first", "短作業優先", "短工作優先")),
+    Term("priority", "優先級", "", "regulars first",
+         "serve higher-priority requests first; low-priority ones may starve",
+         ("priority scheduling", "priority first", "優先級調度", "優先權", "優先順序")),
+    Term("fair share", "公平分享", "", "every party gets its share of the kitchen",
+         "balance service per user or per request (e.g. the Virtual Token Counter, VTC)",
+         ("fair", "fair sharing", "fairshare", "vtc", "virtual token counter", "公平分配",
+          "公平共享")),
+    Term("hybrid", "混合", "", "regulars first, but nobody waits too long",
+         "priority first, then waiting time (aging), so no request starves",
+         ("hybrid policy", "mixed", "混合策略")),
+    Term("queue depth", "佇列深度", "", "guests waiting at the door",
+         "requests waiting for a slot; steadily above zero means the server is saturated",
+         ("queue length", "queue", "佇列長度", "佇列", "排隊長度", "排隊")),
+    Term("saturation", "飽和", "", "every table taken and a line at the door",
+         "the load past which more requests only lengthen the queue, not the throughput",
+         ("saturated", "飽和點", "已飽和")),
+    Term("preemption", "搶占", "", "asking a guest to give up the table for a while",
+         "pausing a running request (its KV freed or swapped) to make room for another",
+         ("preempt", "preempted", "搶佔", "先佔")),
+    Term("starvation", "餓死", "", "a guest who is never seated",
+         "a request that waits for ever because others keep being chosen first",
+         ("starve", "starved", "starves", "飢餓")),
+    # ---- the benchmark (labkit bench)
+    Term("worksheet", "工作表", "", "the kitchen's log book",
+         "one row per configuration: throughput, TTFT, errors, correct answers, memory",
+         ("紀錄表",)),
+    Term("answer key", "答案本", "", "the recipe the dish is checked against",
+         "the expected id, owner and deadline of every test document", ("標準答案", "答案")),
+    Term("warm-up", "暖機", "", "heating the stove before service",
+         "an unscored first request so one-time costs don't land in the measurement",
+         ("warmup", "warm up", "預熱")),
+    Term("sampled peak", "取樣峰值", "", "the busiest moment someone happened to look",
+         "the highest memory reading of a 200 ms sampler; brief spikes can be missed",
+         ("peak", "峰值")),
 ]
 
 
+def _key(word: str) -> str:
+    """How names are compared: lower case, no spaces, hyphens or underscores."""
+    return "".join(word.strip().lower().replace("-", " ").replace("_", " ").split())
+
+
+def _index() -> dict[str, Term]:
+    index: dict[str, Term] = {}
+    for t in TERMS:
+        for w in t.names():
+            index.setdefault(_key(w), t)
+    return index
+
+
+_INDEX = _index()
+
+
+def lookup(word: str) -> Term:
+    """Find a term by any of its names: English, Chinese, the seeds' metaphor or an alias
+    (case, spaces, hyphens and underscores do not matter)."""
+    t = _INDEX.get(_key(word))
+    if t is None:
+        raise KeyError(f"{word!r} is not in the glossary; known: "
+                       f"{', '.join(t.english for t in TERMS)}")
+    return t
+
+
+def words(term: str) -> tuple[str, ...]:
+    """Every accepted word for ``term`` (any of its names), English and Traditional Chinese:
+    what an exercise check passes to :func:`labkit.exercises.choice`."""
+    return lookup(term).names()
+
+
+def options(*terms: str) -> dict[str, tuple[str, ...]]:
+    """``{english: words}`` for these terms, the argument :func:`labkit.exercises.choice`
+    takes: ``choice(answer, options("fifo", "sjf"))`` returns "FIFO" or "SJF"."""
+    return {lookup(t).english: words(t) for t in terms}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|") if text else "–"
+
+
 def markdown() -> str:
-    rows = ["| English | 中文 | In the restaurant | In llama.cpp terms |", "|---|---|---|---|"]
-    rows += [f"| {t.english} | {t.chinese} | {t.restaurant} | {t.engineer} |" for t in TERMS]
-    return ("# Glossary\n\nThe terms the workbook uses, with the names its Traditional Chinese "
-            "sources give them. Generated from `labkit/glossary.py`.\n\n" + "\n".join(rows) + "\n")
+    rows = ["| English | 中文 | 比喻 (seed) | In the restaurant | In llama.cpp terms | Also |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant} | "
+             f"{_cell(t.engineer)} | {_cell(', '.join(t.aliases))} |" for t in TERMS]
+    return ("# Glossary\n\nThe terms the workbook uses: the English term, the Traditional Chinese "
+            "term as Taiwanese engineers write it, the picture the seed articles draw of it "
+            "(000_7ca7d4cd839f7038.txt: 窗口, 桌面, 已讀筆記, 每輪換桌名單; "
+            "001_027e2139b87c0d3a.txt: the policies and the bus), and what it is in llama.cpp. "
+            "Exercise checks accept every name in a row, in either language. "
+            "Generated from `labkit/glossary.py`.\n\n" + "\n".join(rows) + "\n")
 
 
 def table():
     """The glossary as a pandas DataFrame (what a notebook displays)."""
     import pandas as pd
-    return pd.DataFrame([t.__dict__ for t in TERMS])
-
-
-def lookup(word: str) -> Term:
-    """Find a term by its English or Chinese name (case-insensitive)."""
-    w = word.strip().lower()
-    for t in TERMS:
-        if w in (t.english.lower(), t.chinese.lower()):
-            return t
-    raise KeyError(f"{word!r} is not in the glossary; known: {', '.join(t.english for t in TERMS)}")
+    return pd.DataFrame([{"english": t.english, "中文": t.chinese, "比喻": t.metaphor,
+                          "restaurant": t.restaurant, "engineer": t.engineer} for t in TERMS])
