@@ -99,11 +99,9 @@ def engine_run(prompts: list[list[int]], n_slots: int, max_tokens: int, *,
     params = SamplingParams(max_tokens=max_tokens, temperature=0, cache_prompt=False)
     with Engine(engine_config(n_slots, n_ctx=n_ctx, n_batch=n_batch,
                               model_path=model_path)) as eng:
-        # The engine thread admits waiting requests at the start of each step; holding its
-        # lock while queueing makes the first step see all of them, as a batcher given the
-        # whole list does.
-        with eng._cond:
-            handles = [eng.submit(list(p), params) for p in prompts]
+        # Queued together, so the first step sees all of them, as a batcher given the whole
+        # list does.
+        handles = eng.submit_many((p, params) for p in prompts)
         finals = [h.result() for h in handles]
         records = eng.trace.records()
     index = {h.id: i for i, h in enumerate(handles)}

@@ -492,3 +492,20 @@ def test_a_full_unified_pool_fails_both_long_requests(model_path):
         finals = [h.result(300) for h in hs]
     assert [(f.finish_reason, f.error) for f in finals] == [
         ("error", "Context size has been exceeded.")] * 2
+
+
+def test_requests_queued_together_share_the_first_step(eng):
+    """submit_many: the first step reads every prompt that fits a slot, as llama-server's loop
+    does with requests that arrived together; a bad request queues none of them."""
+    params = SamplingParams(max_tokens=4, temperature=0)
+    prompts = [eng.tokenize(t) for t in ("One two", "Three four five", "Six")]
+    before = len(eng.trace.records())
+    handles = eng.submit_many((p, params) for p in prompts[:2])
+    assert [h.result(60).finish_reason for h in handles] == ["length", "length"]
+    first = eng.trace.records()[before]
+    assert sorted(n for _, action, n, _ in first[10] if action == "prefill") == \
+        sorted(len(p) for p in prompts[:2])
+    waiting = len(eng.slots())
+    with pytest.raises(ValueError, match="empty"):
+        eng.submit_many([(prompts[2], params), ([], params)])
+    assert eng.metrics()["requests_processing"] == 0 and len(eng.slots()) == waiting

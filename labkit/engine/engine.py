@@ -188,6 +188,25 @@ class Engine:
             self._cond.notify()
         return handle
 
+    def submit_many(self, requests, on_event: Callable[[Event], None] | None = None
+                    ) -> list[RequestHandle]:
+        """Queue several ``(prompt, params)`` requests at once: the next step sees all of them,
+        as llama-server's loop sees every request that arrived while it was decoding. Each is
+        checked as :meth:`submit` checks it before any is queued, so a bad one queues none."""
+        requests = [(list(p), params) for p, params in requests]
+        for prompt, _ in requests:
+            if not prompt:
+                raise ValueError("the prompt is empty")
+            if len(prompt) >= self.n_ctx_slot:
+                raise ContextExceeded(len(prompt), self.n_ctx_slot)
+        with self._cond:                  # an RLock: submit() below takes it again
+            max_queue = self.config.max_queue
+            if max_queue is not None:
+                n_free = sum(1 for s in self._slots if not s.busy)
+                if len(self._waiting) + len(requests) - n_free > max_queue:
+                    raise QueueFull(len(self._waiting))
+            return [self.submit(prompt, params, on_event) for prompt, params in requests]
+
     def metrics(self) -> dict:
         """llama-server's /metrics values (without the ``llamacpp:`` prefix)."""
         busy = sum(1 for s in self._slots if s.busy)
