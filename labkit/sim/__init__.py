@@ -15,7 +15,7 @@ Typical use::
     res.summary(); res.requests; res.steps; sim.plots.gantt(res)
 
 Modules: :mod:`.requests` (Request, length distributions), :mod:`.arrivals`
-(workloads), :mod:`.policies` (waiting-room order), :mod:`.kv` (KV models),
+(workloads), :mod:`.policies` (waiting-room order, and policies written as a key), :mod:`.kv` (KV models),
 :mod:`.cost` (step cost and presets), :mod:`.fit` (calibration), :mod:`.engine`
 (the event loop), :mod:`.record` (what a run hands over), :mod:`.metrics` (result
 tables built from that record), :mod:`.plots`, :mod:`.experiments`
@@ -30,7 +30,7 @@ from .engine import BATCHING, simulate
 from .fit import Fit, fit
 from .kv import KVModel, PagedKV, SplitKV, UnifiedKV
 from .metrics import SimResult
-from .policies import FIFO, SJF, FairShare, Policy, PriorityFirst, make_policy
+from .policies import FIFO, SJF, FairShare, KeyPolicy, Policy, PriorityFirst, from_key, make_policy
 from .record import SimConfig, SimRecord
 from .requests import Choice, Exponential, Fixed, LogNormal, Request, Uniform
 
@@ -39,7 +39,7 @@ __all__ = [
     "poisson", "gamma", "burst", "closed_loop", "ClosedLoop", "from_trace", "SharedPrefix",
     "offered_load",
     "simulate", "SimConfig", "SimRecord", "SimResult", "BATCHING",
-    "Policy", "FIFO", "SJF", "PriorityFirst", "FairShare", "make_policy",
+    "Policy", "FIFO", "SJF", "PriorityFirst", "FairShare", "KeyPolicy", "from_key", "make_policy",
     "KVModel", "SplitKV", "UnifiedKV", "PagedKV",
     "StepCost", "Hardware", "ModelSpec", "HARDWARE", "MODELS", "preset", "derive", "presets_table",
     "fit", "Fit", "experiments", "plots",
