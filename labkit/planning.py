@@ -1,8 +1,10 @@
 """Notebook helpers for reading results and planning capacity (notebooks 05, 07, 08).
 
 Saturation signals from a load sweep, an honest reading of a worksheet, the simulator's
-replay of measured requests and its prediction error, a day of traffic, and a rent-vs-buy
-sketch on the learner's own inputs. Notebooks reach them through :mod:`labkit.notebook`.
+replay of measured requests and its prediction error, a day of traffic, rent against buy (an
+instance billed every hour it is up, and serverless billed by busy hours), and what a solo
+assistant and a 30-user chat need. Notebooks reach most of them through :mod:`labkit.notebook`;
+notebook 08 imports the rent-or-buy and service helpers from here directly.
 """
 
 from __future__ import annotations
@@ -155,9 +157,11 @@ def hourly(result):
 
 def rent_vs_buy(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
                 hours_per_month: float, months: int = 36):
-    """Cumulative cost of buying (price up front + running cost each month) and renting (hours x
-    hourly rate each month) over ``months``, and the break-even month (None if renting stays
-    cheaper over the horizon). Every input is yours: quotes, power bills, measured hours."""
+    """Cumulative cost of buying (price up front + running cost each month) and renting billed
+    only for ``hours_per_month`` (hours x hourly rate each month: serverless pricing) over
+    ``months``, and the break-even month (None if renting stays cheaper over the horizon).
+    A rented instance bills every hour it is up: :func:`rent_buy_compare` puts both kinds of
+    renting beside buying."""
     import pandas as pd
     m = pd.RangeIndex(0, months + 1, name="month")
     buy = buy_price + buy_running_per_month * m.to_numpy()
@@ -167,3 +171,187 @@ def rent_vs_buy(buy_price: float, buy_running_per_month: float, rent_per_hour: f
     even = buy_price / monthly_gap if monthly_gap > 0 else None
     return {"table": table, "break_even_months": even,
             "break_even_hours": even * hours_per_month if even is not None else None}
+
+
+# ---------------------------------------------------------------------------- rent or buy (notebook 08)
+
+# Every default below says where it came from. SEED is the capacity-planning article the learners
+# read (its section 租 vs 買，速寫); it gives its prices "as of now" (截至目前) and no date.
+SEED = "002_d3d53c3c703d85c8.txt"
+HOURS_PER_DAY = 24
+DAYS_PER_MONTH = 30
+
+SEED_PRICES = {
+    # name: (low, high, unit, the seed's words)
+    "rent a 24 GB-class GPU": (0.50, 2.0, "USD per hour", "租用的 24GB 級 GPU 約每小時 $0.50–2"),
+    "buy a used 24 GB card": (None, None, "USD, once", "二手 24GB 卡數百美元 (a few hundred dollars)"),
+    "break-even": (300, 1000, "hours of actual generation", "損益兩平大約在 300–1,000 小時的實際生成"),
+}
+
+RENT_BUY_DEFAULTS = {
+    # value, where it came from
+    "buy_price": (600.0, f"{SEED}: a used 24 GB card costs 'a few hundred dollars'; 600 is one "
+                         "such price, the one that puts the seed's own break-even at 300 hours "
+                         "for its top rent of $2/h"),
+    "rent_per_hour": (1.0, f"{SEED}: a rented 24 GB-class GPU costs about $0.50-2 per hour; 1.0 "
+                           "lies inside that range"),
+    "serverless_per_hour": (1.0, f"{SEED} gives one hourly range; a scale-to-zero service bills "
+                                 "per second of use at its own rate: put your quote here (the "
+                                 "default reuses the instance rate)"),
+    "power_w": (350.0, "not in the seed: the board power NVIDIA specifies for a GeForce RTX 3090, "
+                       "a 24 GB card (the most a card of that class draws while generating)"),
+    "kwh_price": (0.15, "not in the seed: an example price per kWh; replace it with your bill"),
+    "busy_hours_per_day": (4.0, "not in the seed, which says most people overestimate their "
+                                "hours and should measure a real week first: an example to replace"),
+}
+
+# What the seed weighs beside the money (租 vs 買，速寫), as it lists them.
+SEED_FACTORS = [
+    ("privacy", "buy (run it yourself)", "本機贏在隱私"),
+    ("latency", "buy (run it yourself)", "本機贏在…延遲"),
+    ("no rate limits", "buy (run it yourself)", "本機贏在…無速率限制"),
+    ("bursty demand", "rent", "租用贏在爆發性需求"),
+    ("80 GB-class models (no consumer card holds them)", "rent",
+     "租用贏在…沒有消費卡裝得下的 80GB 級模型"),
+    ("your real hours (most people overestimate them)", "measure first",
+     "多數人高估自己的時數——決定前先量測真實的一週"),
+]
+
+
+def seed_factors():
+    """The seed's non-price factors as a table: factor, which side it favours, the seed's words."""
+    import pandas as pd
+    return pd.DataFrame(SEED_FACTORS, columns=["factor", "favours", f"in {SEED}"])
+
+
+def defaults_table():
+    """RENT_BUY_DEFAULTS as a table: input, value, where it came from."""
+    import pandas as pd
+    return pd.DataFrame([(k, v, src) for k, (v, src) in RENT_BUY_DEFAULTS.items()],
+                        columns=["input", "default", "source"])
+
+
+def rent_buy_compare(buy_price: float, rent_per_hour: float, busy_hours_per_day: float, *,
+                     serverless_per_hour: float | None = None, power_w: float = 350.0,
+                     kwh_price: float = 0.15, other_per_month: float = 0.0, months: int = 24,
+                     days_per_month: int = DAYS_PER_MONTH):
+    """Cumulative cost, month by month, of three ways to have a GPU:
+
+    - **buy**: ``buy_price`` up front, then each month the electricity of the busy hours
+      (``power_w`` x busy hours x ``kwh_price``) plus ``other_per_month`` (hosting, idle power);
+    - **rent, always on**: a rented instance bills every hour it is up, 24 h x ``days_per_month``
+      at ``rent_per_hour``, busy or not;
+    - **rent, busy hours only**: serverless / scale-to-zero, billed only for the busy hours at
+      ``serverless_per_hour`` (default: ``rent_per_hour``).
+
+    Returns ``table`` (months x the three columns), ``monthly`` (cost per month of each),
+    ``break_even_months`` ({"always on": m, "busy hours only": m}, None where buying never catches
+    up) and ``hours`` (busy and billed hours per month)."""
+    import pandas as pd
+    serverless_per_hour = rent_per_hour if serverless_per_hour is None else serverless_per_hour
+    busy = busy_hours_per_day * days_per_month
+    up = HOURS_PER_DAY * days_per_month
+    running = busy * power_w / 1000 * kwh_price + other_per_month
+    monthly = {"buy": running, "rent, always on": up * rent_per_hour,
+               "rent, busy hours only": busy * serverless_per_hour}
+    m = pd.RangeIndex(0, months + 1, name="month").to_numpy()
+    table = pd.DataFrame({"buy": buy_price + running * m,
+                          "rent, always on": monthly["rent, always on"] * m,
+                          "rent, busy hours only": monthly["rent, busy hours only"] * m},
+                         index=pd.RangeIndex(0, months + 1, name="month"))
+
+    def even(rent_monthly):
+        gap = rent_monthly - running
+        return buy_price / gap if gap > 0 else None
+    return {"table": table, "monthly": monthly,
+            "break_even_months": {"always on": even(monthly["rent, always on"]),
+                                  "busy hours only": even(monthly["rent, busy hours only"])},
+            "hours": {"busy per month": busy, "billed always on": up}}
+
+
+def break_even_range(buy_price: float, busy_hours_per_day: float, rents=(0.50, 1.0, 2.0), **kw):
+    """Break-even months of buying against both kinds of renting, for each hourly rent in
+    ``rents`` (default: the seed's range and 1.0 inside it)."""
+    import pandas as pd
+    rows = []
+    for rent in rents:
+        r = rent_buy_compare(buy_price, rent, busy_hours_per_day,
+                             serverless_per_hour=rent, **kw)["break_even_months"]
+        rows.append({"rent per hour": rent, "vs always on (months)": r["always on"],
+                     "vs busy hours only (months)": r["busy hours only"]})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- solo vs chat (notebook 08)
+
+# The two services of the seed (吞吐量 vs 延遲): a one-person coding assistant keeps concurrency at
+# 1-2 so the human's stream never queues; a 30-person chat fills the batch. Answer length and the
+# seconds between a user's messages are the assumptions notebook 07 simulates them with (answers of
+# 50-400 tokens, about 30 s of reading and typing); the chat's 2k-token conversation is the seed's
+# KV example (2k token 的對話).
+SERVICES = {
+    "solo assistant": {"users": 2, "answer_tokens": 200, "think_s": 5.0, "context": None},
+    "30-user chat": {"users": 30, "answer_tokens": 200, "think_s": 30.0, "context": 2048},
+}
+
+# The seed's worked KV example: a typical 8B dense model (32 layers, 8 KV heads, head dim 128,
+# fp16) needs 2 x 32 x 8 x 128 x 2 B = 131,072 B per token, beside about 5 GB of weights.
+SEED_8B = {"kv_bytes_per_token": 2 * 32 * 8 * 128 * 2, "weights_bytes": 5e9}
+
+
+def learner_speeds(worksheet=None, rows=None):
+    """Output tok/s per slot count from the learner's own measurements: notebook 05's worksheet
+    (``output_tok_s`` and ``in_flight`` per config, the ``short`` workload, split KV first) when
+    there is one, else the bench rows of a run (tokens / wall time). Returns a table indexed by
+    slots with ``total_tok_s``, ``per_stream_tok_s`` and ``source``."""
+    import pandas as pd
+    if worksheet is not None and len(worksheet):
+        ws = worksheet[worksheet["errors"].fillna(0) == 0]
+        if "workload" in ws and (ws["workload"] == "short").any():
+            ws = ws[ws["workload"] == "short"]
+        ws = ws.sort_values("kv_mode", key=lambda s: s != "split").drop_duplicates("slots")
+        out = pd.DataFrame({"slots": ws["slots"].astype(int), "total_tok_s": ws["output_tok_s"],
+                            "per_stream_tok_s": ws["output_tok_s"] / ws["in_flight"].clip(lower=1),
+                            "source": "notebook 05's worksheet"})
+        return out.set_index("slots").sort_index()
+    ok = rows[rows["error"].isna()]
+    total = float(ok["completion_tokens"].sum() / ok["wall_s"].iloc[0])
+    n = int(ok["in_flight"].iloc[0])
+    return pd.DataFrame({"total_tok_s": [total], "per_stream_tok_s": [total / n],
+                         "source": ["this notebook's held-out run"]},
+                        index=pd.Index([n], name="slots"))
+
+
+def service_needs(speeds, kv_bytes_per_token: float, weights_bytes: float, *, n_ctx_train: int,
+                  services=None):
+    """What each service needs, from measured ``speeds`` (:func:`learner_speeds`): slots,
+    KV and total memory, and tok/s.
+
+    - slots: the solo assistant, one per stream; the chat, the users generating at once in a
+      closed loop (Little's law): users x answer time / (answer time + think time), rounded up,
+      the answer time at the measured per-stream speed of the largest measured slot count;
+    - memory: weights + slots x context x KV bytes per token (context: the service's own, or the
+      model's training context for the assistant's long code prompts);
+    - tok/s: total needed = slots x per-stream speed; ``machines`` = that over the best measured
+      total (how many machines like the measured one)."""
+    import math
+
+    import pandas as pd
+    services = services or SERVICES
+    per_stream = float(speeds["per_stream_tok_s"].iloc[-1])
+    best_total = float(speeds["total_tok_s"].max())
+    rows = []
+    for name, s in services.items():
+        answer_s = s["answer_tokens"] / per_stream
+        if name.startswith("solo"):
+            slots = s["users"]
+        else:
+            slots = max(1, math.ceil(s["users"] * answer_s / (answer_s + s["think_s"])))
+        ctx = s["context"] or n_ctx_train
+        kv = slots * ctx * kv_bytes_per_token
+        need = slots * per_stream
+        rows.append({"service": name, "slots": slots, "context per slot": ctx,
+                     "kv_mib": kv / 2**20, "memory_mib": (kv + weights_bytes) / 2**20,
+                     "answer_s": answer_s, "tok_s_needed": need,
+                     "machines": need / best_total})
+    return pd.DataFrame(rows).set_index("service")

@@ -14,7 +14,8 @@ browser through ``update`` and read ``result``; moving a slider calls the same
   and a picture of the table tops (notebook 04).
 - :func:`gates_panel`: your TTFT threshold -> the worksheet's three gates (notebook 05).
 - :func:`load_panel`: arrival rate, slots, policy -> queue depth and KV use (notebook 07).
-- :func:`rent_buy_panel`: your quotes and hours -> the break-even month (notebook 08).
+- :func:`rent_buy_panel`: your quotes and hours -> buy, rent always on, rent busy hours only,
+  and the break-even months (notebook 08).
 - :func:`classroom_panel`: a worksheet column -> learner x configuration (classroom).
 
 A panel only wires controls to a computation that lives elsewhere (the simulator's
@@ -301,35 +302,45 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
 
 # ---------------------------------------------------------------------------- notebook 08: rent or buy
 
-def rent_buy_panel(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
-                   hours_per_month: float, months: int = 36) -> Panel:
-    """Your quotes and hours -> cumulative cost of buying and renting, and the break-even point
-    (notebook 08). ``result`` is :func:`labkit.planning.rent_vs_buy`'s dict."""
-    from .planning import rent_vs_buy
+def rent_buy_panel(buy_price: float, rent_per_hour: float, busy_hours_per_day: float, *,
+                   serverless_per_hour: float | None = None, power_w: float = 350.0,
+                   kwh_price: float = 0.15, months: int = 24) -> Panel:
+    """Your quotes and hours -> cumulative cost of buying, renting an instance that is always up,
+    and renting only the busy hours (serverless), with the break-even months (notebook 08).
+    ``result`` is :func:`labkit.planning.rent_buy_compare`'s dict."""
+    from .planning import rent_buy_compare
 
-    def compute(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months):
-        return rent_vs_buy(buy_price, buy_running_per_month, rent_per_hour, hours_per_month, months)
+    def compute(buy_price, rent_per_hour, serverless_per_hour, busy_hours_per_day, power_w,
+                kwh_price, months):
+        return rent_buy_compare(buy_price, rent_per_hour, busy_hours_per_day,
+                                serverless_per_hour=serverless_per_hour, power_w=power_w,
+                                kwh_price=kwh_price, months=months)
 
     def draw(fig, r, values):
         ax = fig.subplots()
-        r["table"].plot(ax=ax)
+        r["table"].plot(ax=ax, style=["-", "--", ":"])
         even = r["break_even_months"]
-        ax.set_title("break-even after %s" % (f"{even:.1f} months" if even is not None
-                                              else "never (renting stays cheaper)"))
-        ax.set_xlabel("month"); ax.set_ylabel("cumulative cost (your currency)")
+        ax.set_title("buying breaks even: " + "; ".join(
+            f"vs {k} {'after %.1f months' % v if v is not None else 'never'}"
+            for k, v in even.items()), fontsize=9)
+        ax.set_xlabel("month"); ax.set_ylabel("cumulative cost (USD, or your currency)")
         ax.grid(alpha=0.3)
 
     hi_price = max(1.0, buy_price * 4)
+    hi_rent = max(1.0, rent_per_hour * 4)
+    serverless = rent_per_hour if serverless_per_hour is None else serverless_per_hour
     return Panel(compute, {
         "buy_price": Control("float", 0.0, hi_price, hi_price / 200, description="buy price"),
-        "buy_running_per_month": Control("float", 0.0, max(1.0, buy_running_per_month * 4), 1.0,
-                                         description="running/month"),
-        "rent_per_hour": Control("float", 0.0, max(1.0, rent_per_hour * 4), 0.01,
-                                 description="rent/hour"),
-        "hours_per_month": Control("float", 0.0, 744.0, 1.0, description="hours/month"),
+        "rent_per_hour": Control("float", 0.0, hi_rent, 0.01, description="rent/hour"),
+        "serverless_per_hour": Control("float", 0.0, max(hi_rent, serverless * 4), 0.01,
+                                       description="serverless/h"),
+        "busy_hours_per_day": Control("float", 0.0, 24.0, 0.25, description="busy h/day"),
+        "power_w": Control("float", 0.0, 1000.0, 10.0, description="power W"),
+        "kwh_price": Control("float", 0.0, 1.0, 0.01, description="per kWh"),
         "months": Control("int", 1, 120, 1, description="months"),
-    }, {"buy_price": buy_price, "buy_running_per_month": buy_running_per_month,
-        "rent_per_hour": rent_per_hour, "hours_per_month": hours_per_month, "months": months},
+    }, {"buy_price": buy_price, "rent_per_hour": rent_per_hour,
+        "serverless_per_hour": serverless, "busy_hours_per_day": busy_hours_per_day,
+        "power_w": power_w, "kwh_price": kwh_price, "months": months},
         draw, title="Rent or buy")
 
 

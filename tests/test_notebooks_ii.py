@@ -103,9 +103,11 @@ def test_rent_vs_buy_break_even():
     assert t.loc[0, "buy"] == 10000 and t.loc[0, "rent"] == 0
     assert t.loc[20, "buy"] == pytest.approx(t.loc[20, "rent"])
     assert notebook.rent_vs_buy(10000, 700, 2.0, 300)["break_even_months"] is None
-    p = widgets.rent_buy_panel(10000, 100, 2.0, 300)
-    p.update(hours_per_month=600)
-    assert p.result["break_even_months"] == pytest.approx(10000 / 1100)
+    p = widgets.rent_buy_panel(10000, 2.0, 10, power_w=0)       # 300 busy hours a month
+    assert p.result["break_even_months"]["busy hours only"] == pytest.approx(10000 / 600)
+    p.update(busy_hours_per_day=20)
+    assert p.result["break_even_months"]["busy hours only"] == pytest.approx(10000 / 1200)
+    assert p.result["break_even_months"]["always on"] == pytest.approx(10000 / 1440)
 
 
 def test_day_of_traffic_follows_the_profile():
