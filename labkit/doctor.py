@@ -19,6 +19,7 @@ from importlib import metadata
 
 from . import __version__
 from .gpu import list_gpus
+from .i18n import t
 from .models import describe, resolve_model
 
 PACKAGES = ["llama-cpp-python", "numpy", "pandas", "matplotlib", "ipywidgets",
@@ -158,11 +159,20 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
     elif not generate:
         report["generation"] = {"ok": None, "skipped": "--no-generate"}
     if build["ok"] and gpus and not build["gpu_offload"]:
-        report["advice"] = ("an NVIDIA GPU is present but llama-cpp-python was built for the CPU "
-                            "only; reinstall it with CMAKE_ARGS=\"-DGGML_CUDA=on\" (see README)")
+        report["advice"] = t("doctor.advice_cpu_build")
+    report["cjk_font"] = cjk_font()
     report["problems"] = problems
     report["ok"] = not problems
     return report
+
+
+def cjk_font() -> str | None:
+    """The font matplotlib uses for Chinese labels, or None (then plots keep English)."""
+    try:
+        from .fonts import find
+        return find()
+    except Exception:   # matplotlib missing or broken: doctor lists its version anyway
+        return None
 
 
 def _mib(n: int) -> str:
@@ -171,19 +181,18 @@ def _mib(n: int) -> str:
 
 def render(r: dict) -> str:
     """The report as a short human-readable screen."""
-    lines = [f"labkit {r['labkit']} doctor", ""]
+    lines = [t("doctor.title", version=r["labkit"]), ""]
     lines.append(f"{'python':<17} {r['python']} on {r['platform']} ({r['cpu_count']} CPUs)")
     for name, v in r["packages"].items():
-        lines.append(f"{name:<17} {v or 'NOT INSTALLED'}")
+        lines.append(f"{name:<17} {v or t('doctor.not_installed')}")
     b = r["llama_cpp"]
     lines.append("")
     if b["ok"]:
-        lines.append(f"llama.cpp     via llama-cpp-python {b['version']}, GPU offload: "
-                     f"{'yes' if b['gpu_offload'] else 'no (CPU build)'}")
+        offload = t("doctor.offload_yes" if b["gpu_offload"] else "doctor.offload_no")
+        lines.append(f"llama.cpp     {t('doctor.llama_via', version=b['version'], offload=offload)}")
         src = b.get("llama_cpp_source")
         if src:
-            lines.append(f"build         llama.cpp commit {src['commit']}, {src['compiler']}, "
-                         f"{src['target']}")
+            lines.append(f"build         {t('doctor.build', **src)}")
         if b["devices"]:
             lines.append(f"devices       {', '.join(b['devices'])}")
         lines.append(f"features      {b['system_info']}")
@@ -191,10 +200,11 @@ def render(r: dict) -> str:
         lines.append(f"llama.cpp     {b['error']}")
     if r["gpus"]:
         for g in r["gpus"]:
-            lines.append(f"GPU {g['index']}         {g['name']}: {_mib(g['memory_used_bytes'])} used"
-                         f" of {_mib(g['memory_total_bytes'])}, driver {g['driver']}")
+            gpu_line = t("doctor.gpu", name=g["name"], used=_mib(g["memory_used_bytes"]),
+                         total=_mib(g["memory_total_bytes"]), driver=g["driver"])
+            lines.append(f"GPU {g['index']}         {gpu_line}")
     else:
-        lines.append(f"GPU           {r['gpu_note']}; labkit will run on the CPU")
+        lines.append(f"GPU           {t('doctor.no_gpu', note=r['gpu_note'])}")
     if r.get("advice"):
         lines.append(f"advice        {r['advice']}")
     m = r["model"]
@@ -203,12 +213,13 @@ def render(r: dict) -> str:
         lines.append(f"model         {m['error']}")
     else:
         lines += [
-            f"model         {m['name']} ({m['architecture']}, {m['file_type']}, "
-            f"{m['n_params'] / 1e6:,.0f}M params, {_mib(m['size_bytes'])})",
+            "model         " + t("doctor.model", name=m["name"], arch=m["architecture"],
+                                  ftype=m["file_type"], params=f"{m['n_params'] / 1e6:,.0f}",
+                                  size=_mib(m["size_bytes"])),
             f"path          {m['path']}",
             f"sha256        {m['sha256']}",
-            *([f"synthetic     random weights in {m['synthetic']}'s shape: for timing, "
-                "not answers (labkit.synthetic)"] if m.get("synthetic") else []),
+            *([f"synthetic     {t('doctor.synthetic', shape=m['synthetic'])}"]
+              if m.get("synthetic") else []),
             f"shape         n_layer={m['n_layer']} n_head={m['n_head']} "
             f"n_head_kv={m['n_head_kv']} head_dim={m['head_dim']} n_embd={m['n_embd']} "
             f"n_ctx_train={m['n_ctx_train']}",
@@ -216,16 +227,21 @@ def render(r: dict) -> str:
     g = r.get("generation")
     if g:
         if g.get("ok"):
-            lines.append(f"generation    {g['completion_tokens']} tokens in {g['wall_s']} s = "
-                         f"{g['tokens_per_s']} tok/s (load {g['load_s']} s, "
-                         f"n_gpu_layers={g['n_gpu_layers']}): {g['text'].strip()!r}")
+            text = t("doctor.generation", n=g["completion_tokens"], wall=g["wall_s"],
+                     tps=g["tokens_per_s"], load=g["load_s"], ngl=g["n_gpu_layers"],
+                     text=repr(g["text"].strip()))
+            lines.append(f"generation    {text}")
         elif g.get("skipped"):
-            lines.append(f"generation    skipped ({g['skipped']})")
+            lines.append(f"generation    {t('doctor.skipped', why=g['skipped'])}")
+    if "cjk_font" in r:
+        font = r["cjk_font"]
+        lines.append("fonts         " + (t("doctor.cjk_font", family=font) if font
+                                         else t("doctor.no_cjk_font")))
     lines.append("")
     if r["ok"]:
-        lines.append("READY: the model loads and generates.")
+        lines.append(t("doctor.ready"))
     else:
-        lines.append("NOT READY:")
+        lines.append(t("doctor.not_ready"))
         lines += [f"  - {p}" for p in r["problems"]]
     # Align the value column, whatever the label's length.
     return "\n".join(re.sub(r"^(\S+(?: \d+)?)\s{2,}", lambda m: f"{m.group(1):<17} ", ln)

@@ -7,6 +7,8 @@ Every switch read from the environment is parsed here, once, so a notebook and
 - :func:`quick`, :func:`pick`: quick mode (``LABKIT_QUICK``, set by the test suite)
   shrinks workloads so everything runs in seconds on two CPU cores.
 - :func:`results_dir`, :func:`log_to_file`: where runs write what they record.
+- :func:`lang`: the language of labkit's messages (``LABKIT_LANG``: ``en``, the default, or
+  ``zh-TW``, Traditional Chinese as written in Taiwan); :mod:`labkit.i18n` uses it.
 - :func:`usable_cores`, :func:`server_threads_beside_client`: thread counts, one
   function per meaning.
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 ENV_QUICK = "LABKIT_QUICK"
 ENV_RESULTS = "LABKIT_RESULTS"
+ENV_LANG = "LABKIT_LANG"
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
@@ -51,6 +54,30 @@ def quick() -> bool:
 def pick(quick_value, full_value):
     """``quick_value`` in quick mode, else ``full_value``."""
     return quick_value if quick() else full_value
+
+
+# ---------------------------------------------------------------------------- language
+
+LANGUAGES = ("en", "zh-TW")
+_LANG_WORDS = {"en": "en", "english": "en", "zh-tw": "zh-TW", "zh": "zh-TW", "zh-hant": "zh-TW",
+               "zh-hant-tw": "zh-TW", "tw": "zh-TW", "中文": "zh-TW", "繁體中文": "zh-TW"}
+
+
+def lang() -> str:
+    """The language of labkit's messages: ``"en"`` (the default, also for an unset or empty
+    ``LABKIT_LANG``) or ``"zh-TW"``. ``zh``, ``zh_TW``, ``zh-Hant`` and ``tw`` (any case) mean
+    zh-TW, ``en_US.UTF-8``-style values their language; anything else is a ValueError naming
+    the accepted values."""
+    text = (os.environ.get(ENV_LANG) or "").strip()
+    if not text:
+        return "en"
+    word = text.split(".")[0].replace("_", "-").lower()
+    if word in _LANG_WORDS:
+        return _LANG_WORDS[word]
+    if word.startswith("en-"):
+        return "en"
+    raise ValueError(f"{ENV_LANG}={text!r} is not a language labkit speaks: use "
+                     f"{' or '.join(LANGUAGES)} (zh, zh_TW and zh-Hant mean zh-TW)")
 
 
 # ---------------------------------------------------------------------------- files

@@ -48,6 +48,22 @@ def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFA
             for m in kv_modes for n in slots]
 
 
+def _timing_only(workloads) -> list[str]:
+    """The named workloads whose files mark them ``"timing_only"``: their answers are graded,
+    but the grade says more about the prompt and the model than about batching."""
+    from .workload import load_workload
+    out = []
+    for w in workloads:
+        if isinstance(w, str):
+            try:
+                w = load_workload(w)
+            except (FileNotFoundError, ValueError, KeyError):
+                continue
+        if getattr(w, "meta", {}).get("timing_only"):
+            out.append(w.name)
+    return out
+
+
 def _prompt_path():
     from .workload import data_dir
     return data_dir() / "prompt.json"
@@ -61,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "results/<timestamp>/.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--workload", "-w", nargs="+", default=["short"],
-                   help="workload names (short, long, overlong, shared_prefix, decode_heavy) "
+                   help="workload names (short, long, overlong, shared_prefix, decode_heavy; "
+                        "short-zh and long-zh: the same task in Traditional Chinese) "
                         "or JSON paths")
     p.add_argument("--rounds", "-r", type=int, default=None, help="rounds (default 3; quick: 1)")
     p.add_argument("--slots", type=int, nargs="+", default=None, help="slot counts (default 1 2 4)")
@@ -107,12 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args, argv)
     except KeyboardInterrupt:   # before any run started, or while saving
-        print("\nlabkit bench: interrupted", file=sys.stderr)
+        from ..i18n import t
+        print("\n" + t("bench.interrupted"), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     from .. import runenv
+    from ..i18n import t
     from .runner import BenchInterrupted, measure
     from .worksheet import to_markdown
     quick = runenv.quick()
@@ -141,13 +160,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) / stamp
     t0 = time.perf_counter()
-    print(f"labkit bench: {len(configs)} configs x {rounds} round(s) x "
-          f"{', '.join(args.workload)}{' (quick mode)' if quick else ''}; logs in {out}/logs",
-          file=sys.stderr)
+    print(t("bench.start", configs=len(configs), rounds=rounds, workloads=", ".join(args.workload),
+            quick=t("bench.quick") if quick else "", logs=f"{out}/logs"), file=sys.stderr)
     if synthetic:
-        print(f"synthetic model {synthetic} (random weights): timing only, "
-              f"{len(workloads[0])} requests per run, answers of "
-              f"{workloads[0].meta['max_tokens']} tokens, not graded", file=sys.stderr)
+        print(t("bench.synthetic", model=synthetic, requests=len(workloads[0]),
+                tokens=workloads[0].meta["max_tokens"]), file=sys.stderr)
+    for name in _timing_only(workloads):
+        print(t("bench.timing_only", name=name), file=sys.stderr)
     sampling = None
     if args.json_schema and not synthetic:
         from .client import Sampling
@@ -170,8 +189,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except BenchInterrupted as stop:
         result, interrupted = stop.result, True
         if not result.runs:
-            print("\nlabkit bench: interrupted before any run finished; nothing to save",
-                  file=sys.stderr)
+            print("\n" + t("bench.nothing_saved"), file=sys.stderr)
             return EXIT_INTERRUPTED
     elapsed = time.perf_counter() - t0
     result.env["bench"] = {"argv": sys.argv[1:] if argv is None else argv, "quick": quick,
@@ -185,13 +203,10 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     print(to_markdown(ws[[c for c in cols if c in ws]]))
     mem = ws["memory"].iloc[0] if len(ws) else ""
     sha = ws["model_sha256"].iloc[0] if len(ws) else ""
-    print(f"model sha256 {sha}; memory: {mem}; medians of {rounds} round(s); "
-          f"TTFT gate {args.ttft_threshold:g} s")
-    print(f"wrote {out}/ (worksheet.csv, worksheet.md, requests.csv, plots/, environment.json) "
-          f"in {elapsed:.0f} s")
+    print(t("bench.summary", sha=sha, memory=mem, rounds=rounds, gate=f"{args.ttft_threshold:g}"))
+    print(t("bench.wrote", out=out, seconds=f"{elapsed:.0f}"))
     if interrupted:
-        print(f"labkit bench: interrupted; saved the {len(result.runs)} finished run(s) in "
-              f"{out}/", file=sys.stderr)
+        print(t("bench.saved_partial", runs=len(result.runs), out=out), file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0 if len(ws) and (ws["errors"] == 0).all() else 1
 

@@ -1,0 +1,147 @@
+"""labkit's messages in English and in Traditional Chinese as written in Taiwan.
+
+One setting chooses the language: ``LABKIT_LANG`` (read by :func:`labkit.runenv.lang`),
+``en`` by default, ``zh-TW`` for Traditional Chinese. Code that prints to a learner asks
+:func:`t` for the text by key instead of writing it inline::
+
+    from labkit.i18n import t
+    print(t("bench.wrote", out=out, seconds=12))
+
+Every key has both languages with the same ``{placeholders}`` (a test fails otherwise).
+Terms follow :mod:`labkit.glossary` (槽位, 上下文, KV 快取, 首字等待 …); names of flags, files,
+columns and units stay as the program writes them, so a line can be pasted into a shell or
+searched for in either language ("READY" and "NOT READY" stay in both).
+"""
+
+from __future__ import annotations
+
+from string import Formatter
+
+from .runenv import LANGUAGES, lang
+
+# key -> {language: text}
+CATALOGUE: dict[str, dict[str, str]] = {
+    # ---- labkit doctor
+    "doctor.title": {"en": "labkit {version} doctor", "zh-TW": "labkit {version} 環境檢查"},
+    "doctor.not_installed": {"en": "NOT INSTALLED", "zh-TW": "未安裝"},
+    "doctor.llama_via": {"en": "via llama-cpp-python {version}, GPU offload: {offload}",
+                         "zh-TW": "透過 llama-cpp-python {version}，GPU 卸載：{offload}"},
+    "doctor.offload_yes": {"en": "yes", "zh-TW": "有"},
+    "doctor.offload_no": {"en": "no (CPU build)", "zh-TW": "無（僅 CPU 的建置）"},
+    "doctor.build": {"en": "llama.cpp commit {commit}, {compiler}, {target}",
+                     "zh-TW": "llama.cpp 提交 {commit}，{compiler}，{target}"},
+    "doctor.gpu": {"en": "{name}: {used} used of {total}, driver {driver}",
+                   "zh-TW": "{name}：已用 {used}，共 {total}，驅動程式 {driver}"},
+    "doctor.no_gpu": {"en": "{note}; labkit will run on the CPU",
+                      "zh-TW": "{note}；labkit 會改用 CPU 執行"},
+    "doctor.advice_cpu_build": {
+        "en": "an NVIDIA GPU is present but llama-cpp-python was built for the CPU only; "
+              "reinstall it with CMAKE_ARGS=\"-DGGML_CUDA=on\" (see README)",
+        "zh-TW": "偵測到 NVIDIA GPU，但 llama-cpp-python 是只支援 CPU 的建置；請以 "
+                 "CMAKE_ARGS=\"-DGGML_CUDA=on\" 重新安裝（見 README）"},
+    "doctor.model": {"en": "{name} ({arch}, {ftype}, {params}M params, {size})",
+                     "zh-TW": "{name}（{arch}，{ftype}，{params}M 參數，{size}）"},
+    "doctor.synthetic": {"en": "random weights in {shape}'s shape: for timing, not answers "
+                               "(labkit.synthetic)",
+                         "zh-TW": "{shape} 形狀的隨機權重：只能量時間，答案沒有意義"
+                                  "（labkit.synthetic）"},
+    "doctor.generation": {"en": "{n} tokens in {wall} s = {tps} tok/s (load {load} s, "
+                                "n_gpu_layers={ngl}): {text}",
+                          "zh-TW": "{wall} 秒生成 {n} 個 token = {tps} tok/s（載入 {load} 秒，"
+                                   "n_gpu_layers={ngl}）：{text}"},
+    "doctor.skipped": {"en": "skipped ({why})", "zh-TW": "已略過（{why}）"},
+    "doctor.cjk_font": {"en": "{family} (plots can show Chinese labels)",
+                        "zh-TW": "{family}（圖表可顯示中文標籤）"},
+    "doctor.no_cjk_font": {"en": "none: plots keep English labels; install one with "
+                                 "`apt-get install fonts-noto-cjk` (Debian/Ubuntu)",
+                           "zh-TW": "沒有：圖表維持英文標籤；可用 `apt-get install fonts-noto-cjk`"
+                                    "（Debian/Ubuntu）安裝"},
+    "doctor.ready": {"en": "READY: the model loads and generates.",
+                     "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
+    "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
+    # ---- labkit bench
+    "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
+                          "{quick}; logs in {logs}",
+                    "zh-TW": "labkit bench：{configs} 組配置 × {rounds} 輪 × {workloads}"
+                             "{quick}；日誌在 {logs}"},
+    "bench.quick": {"en": " (quick mode)", "zh-TW": "（快速模式）"},
+    "bench.synthetic": {"en": "synthetic model {model} (random weights): timing only, "
+                              "{requests} requests per run, answers of {tokens} tokens, not graded",
+                        "zh-TW": "合成模型 {model}（隨機權重）：只量時間，每輪 {requests} 個請求，"
+                                 "每個回答 {tokens} 個 token，不評分"},
+    "bench.nothing_saved": {"en": "labkit bench: interrupted before any run finished; "
+                                  "nothing to save",
+                            "zh-TW": "labkit bench：在任何一輪完成前就中斷了，沒有可儲存的結果"},
+    "bench.interrupted": {"en": "labkit bench: interrupted", "zh-TW": "labkit bench：已中斷"},
+    "bench.summary": {"en": "model sha256 {sha}; memory: {memory}; medians of {rounds} round(s); "
+                            "TTFT gate {gate} s",
+                      "zh-TW": "模型 sha256 {sha}；記憶體：{memory}；{rounds} 輪的中位數；"
+                               "首字等待（TTFT）門檻 {gate} 秒"},
+    "bench.wrote": {"en": "wrote {out}/ (worksheet.csv, worksheet.md, requests.csv, plots/, "
+                          "environment.json) in {seconds} s",
+                    "zh-TW": "已寫入 {out}/（worksheet.csv、worksheet.md、requests.csv、plots/、"
+                             "environment.json），費時 {seconds} 秒"},
+    "bench.saved_partial": {"en": "labkit bench: interrupted; saved the {runs} finished run(s) "
+                                  "in {out}/",
+                            "zh-TW": "labkit bench：已中斷；已完成的 {runs} 輪存在 {out}/"},
+    "bench.timing_only": {"en": "workload {name}: timing only, answers are not a measure of "
+                                "this model (see data/README.md)",
+                          "zh-TW": "工作負載 {name}：只用來量時間，答對率不代表這個模型的能力"
+                                   "（見 data/README.md）"},
+    # ---- exercise verdicts (labkit.exercises.CheckResult), ready for its owner to use
+    "check.exercise": {"en": "Exercise {id}", "zh-TW": "練習 {id}"},
+    "check.correct": {"en": "✔ correct", "zh-TW": "✔ 正確"},
+    "check.wrong": {"en": "✘ not yet", "zh-TW": "✘ 還不對"},
+    "check.unanswered": {"en": "… not answered yet", "zh-TW": "… 尚未作答"},
+    "check.answered": {"en": "✎ answered", "zh-TW": "✎ 已作答"},
+    # ---- fonts
+    "fonts.install": {"en": "no CJK font found for matplotlib, so plots keep English labels. "
+                            "Install one (Debian/Ubuntu: `sudo apt-get install fonts-noto-cjk`), "
+                            "then restart the kernel.",
+                      "zh-TW": "matplotlib 找不到中日韓（CJK）字型，圖表會維持英文標籤。請安裝一套"
+                               "（Debian/Ubuntu：`sudo apt-get install fonts-noto-cjk`），"
+                               "再重新啟動核心（kernel）。"},
+}
+
+
+def language() -> str:
+    """The language in use: ``"en"`` or ``"zh-TW"`` (from LABKIT_LANG, English by default)."""
+    return lang()
+
+
+def t(key: str, lang: str | None = None, **fmt) -> str:
+    """The message ``key`` in ``lang`` (default: :func:`language`), formatted with ``fmt``.
+    An unknown key is a KeyError; a language a key lacks falls back to English."""
+    try:
+        entry = CATALOGUE[key]
+    except KeyError:
+        raise KeyError(f"no message {key!r} in labkit.i18n.CATALOGUE") from None
+    text = entry.get(lang or language()) or entry["en"]
+    return text.format(**fmt) if fmt else text
+
+
+def pick(english: str, chinese: str, lang: str | None = None) -> str:
+    """One of two texts written side by side (a plot title, a widget label): ``chinese`` when
+    the language is zh-TW. For plots use :func:`labkit.fonts.label`, which also checks that a
+    Chinese font is installed."""
+    return chinese if (lang or language()) == "zh-TW" else english
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``{names}`` a message expects."""
+    return {name for _, name, _, _ in Formatter().parse(text) if name is not None}
+
+
+def missing() -> list[str]:
+    """``key/language`` for every message that lacks a language or whose placeholders differ
+    from the English text's (empty when the catalogue is complete)."""
+    out = []
+    for key, entry in CATALOGUE.items():
+        for language_ in LANGUAGES:
+            text = entry.get(language_)
+            if not text:
+                out.append(f"{key}/{language_}: missing")
+            elif placeholders(text) != placeholders(entry["en"]):
+                out.append(f"{key}/{language_}: placeholders {sorted(placeholders(text))} "
+                           f"differ from English {sorted(placeholders(entry['en']))}")
+    return out
