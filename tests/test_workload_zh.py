@@ -4,6 +4,8 @@ the model's own tokenizer, with their own Chinese prompt."""
 import json
 import random
 
+import pytest
+
 from labkit.bench import workload as W
 from labkit.bench.workload import load_workload
 
@@ -54,3 +56,15 @@ def test_chinese_filler_is_trimmed_character_by_character():
 def test_dates():
     assert W.zh_date("2026-12-05") == "2026年12月5日"
     assert W.minguo_date("2026-12-05") == "民國115年12月5日"
+
+
+@pytest.mark.slow
+def test_recorded_token_counts_are_the_model_s_own():
+    """`text_tokens` in short-zh.json are the embedded model's counts (loads its vocabulary)."""
+    from labkit.bench.workload import token_stats
+    from labkit.tokens import tokenize
+    raw = json.loads((W.data_dir() / "workloads" / "short-zh.json").read_text(encoding="utf-8"))
+    assert [len(t) for t in tokenize([d["text"] for d in raw["documents"]])] == \
+        [d["text_tokens"] for d in raw["documents"]]
+    stats = token_stats(("short", "short-zh"))
+    assert stats.loc["short-zh", "chars_per_token"] < 1 < stats.loc["short", "chars_per_token"]

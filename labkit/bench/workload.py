@@ -434,3 +434,24 @@ def generate_zh(folder: str | os.PathLike | None = None, *, base_url: str | None
                      f"prompt is sized to {LONG_PROMPT_TOKENS} tokens (or a few under).",
           list(zip(longs, answers)), target_prompt_tokens=LONG_PROMPT_TOKENS)
     return written
+
+
+def token_stats(names=("short", "long", "short-zh", "long-zh"), model: str | None = None):
+    """Characters and tokens of each document's text (the model's own tokenizer, vocabulary
+    only, no BOS) for these workloads: a DataFrame with one row per workload, the ranges per
+    document and the characters per token over the whole set. Behind data/README.md's table::
+
+        python -c "from labkit.bench.workload import token_stats; print(token_stats())"
+    """
+    import pandas as pd
+
+    from ..tokens import tokenize
+    rows = []
+    for name in names:
+        texts = [d.text for d in load_workload(name).documents]
+        chars = [len(t) for t in texts]
+        toks = [len(t) for t in tokenize(texts, model)]
+        rows.append({"workload": name, "documents": len(texts),
+                     "chars": f"{min(chars)}-{max(chars)}", "tokens": f"{min(toks)}-{max(toks)}",
+                     "chars_per_token": round(sum(chars) / sum(toks), 2)})
+    return pd.DataFrame(rows).set_index("workload")
