@@ -191,7 +191,7 @@ SEED_PRICES = {
 RENT_BUY_DEFAULTS = {
     # value, where it came from
     "buy_price": (600.0, f"{SEED}: a used 24 GB card costs 'a few hundred dollars'; 600 is one "
-                         "such price, the one that puts the seed's own break-even at 300 hours "
+                         "such price, the one that puts the seed's own break-even at about 300 hours "
                          "for its top rent of $2/h"),
     "rent_per_hour": (1.0, f"{SEED}: a rented 24 GB-class GPU costs about $0.50-2 per hour; 1.0 "
                            "lies inside that range"),
@@ -285,10 +285,10 @@ def break_even_range(buy_price: float, busy_hours_per_day: float, rents=(0.50, 1
 # ---------------------------------------------------------------------------- solo vs chat (notebook 08)
 
 # The two services of the seed (吞吐量 vs 延遲): a one-person coding assistant keeps concurrency at
-# 1-2 so the human's stream never queues; a 30-person chat fills the batch. Answer length and the
-# seconds between a user's messages are the assumptions notebook 07 simulates them with (answers of
-# 50-400 tokens, about 30 s of reading and typing); the chat's 2k-token conversation is the seed's
-# KV example (2k token 的對話).
+# 1-2 so the human's stream never queues; a 30-person chat fills the batch. The seconds between a
+# user's messages are the ones notebook 07 simulates them with (5 s for the assistant, about 30 s of
+# reading and typing in the chat); 200 answer tokens is the middle of notebook 07's 100-300 and
+# 50-400; the chat's 2k-token conversation is the seed's KV example (2k token 的對話).
 SERVICES = {
     "solo assistant": {"users": 2, "answer_tokens": 200, "think_s": 5.0, "context": None},
     "30-user chat": {"users": 30, "answer_tokens": 200, "think_s": 30.0, "context": 2048},
