@@ -68,3 +68,21 @@ def test_recorded_token_counts_are_the_model_s_own():
         [d["text_tokens"] for d in raw["documents"]]
     stats = token_stats(("short", "short-zh"))
     assert stats.loc["short-zh", "chars_per_token"] < 1 < stats.loc["short", "chars_per_token"]
+
+
+@pytest.mark.slow
+def test_labkit_bench_runs_the_chinese_set_and_prints_in_chinese(tmp_path, monkeypatch, capsys):
+    """`labkit bench --workload short-zh` on the embedded model: one document, one slot, the
+    summary in Chinese (LABKIT_LANG=zh-TW). The answer is graded but not asserted: timing only."""
+    import pandas as pd
+
+    from labkit.bench.cli import main
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    rc = main(["--workload", "short-zh", "--slots", "1", "--kv", "split", "--rounds", "1",
+               "--max-docs", "1", "--out", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr()
+    assert rc == 0, out.out + out.err
+    assert "short-zh" in out.out and "已寫入" in out.out and "只用來量時間" in out.err
+    (folder,) = tmp_path.iterdir()
+    rows = pd.read_csv(folder / "requests.csv")
+    assert len(rows) == 1 and rows["error"].isna().all() and rows["prompt_tokens"].iloc[0] > 300
