@@ -210,7 +210,7 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    rows = ["| English | 中文 | 比喻 (seed) | In the restaurant | In llama.cpp terms | Also |",
+    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant | In llama.cpp terms | Also |",
             "|---|---|---|---|---|---|"]
     rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant} | "
              f"{_cell(t.engineer)} | {_cell(', '.join(t.aliases))} |" for t in TERMS]
@@ -218,7 +218,8 @@ def markdown() -> str:
             "term as Taiwanese engineers write it, the picture the seed articles draw of it "
             "(000_7ca7d4cd839f7038.txt: 窗口, 桌面, 已讀筆記, 每輪換桌名單; "
             "001_027e2139b87c0d3a.txt: the policies and the bus), and what it is in llama.cpp. "
-            "Exercise checks accept every name in a row, in either language. "
+            "`labkit.glossary.words` gives every name in a row, in either language, to the "
+            "exercise checks. "
             "Generated from `labkit/glossary.py`.\n\n" + "\n".join(rows) + "\n")
 
 
