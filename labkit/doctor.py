@@ -189,7 +189,8 @@ def render(r: dict) -> str:
     lines.append("")
     if b["ok"]:
         offload = t("doctor.offload_yes" if b["gpu_offload"] else "doctor.offload_no")
-        lines.append(f"llama.cpp     {t('doctor.llama_via', version=b['version'], offload=offload)}")
+        via = t("doctor.llama_via", version=b["version"], offload=offload)
+        lines.append(f"llama.cpp     {via}")
         src = b.get("llama_cpp_source")
         if src:
             lines.append(f"build         {t('doctor.build', **src)}")

@@ -210,7 +210,8 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant | In llama.cpp terms | Also |",
+    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant | In llama.cpp terms "
+            "| Also |",
             "|---|---|---|---|---|---|"]
     rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant} | "
              f"{_cell(t.engineer)} | {_cell(', '.join(t.aliases))} |" for t in TERMS]
