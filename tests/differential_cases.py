@@ -77,11 +77,55 @@ USER = [{"role": "user", "content": "Say hi."}]
 # the same prompt, so their answers at temperature 0 can be compared word for word.
 SYSTEM = [{"role": "system", "content": "You are terse."},
           {"role": "user", "content": "Name a colour."}]
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Get the weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+WEATHER_Q = [{"role": "user", "content": "What is the weather in Paris?"}]
+WEATHER_CALL = WEATHER_Q + [
+    {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "Sunny, 21 C"}]
 FRANCE = {"prompt": "The capital of France is", "temperature": 0}
 ERROR = ("http", "error.type")
 OVER_LONG = "word " * 9000   # longer than the largest per-slot context below (8192)
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string", "maxLength": 10}},
           "required": ["colour"], "additionalProperties": False}
+# llama-server's chunk for the token that completes a stop string carries the timings so far;
+# labkit's engine does not yet say which token event that is (TokenEvent.timings stays None).
+STOP_TIMINGS = ("llama-server's chunk of the token that completes a stop string carries "
+                "'timings'; labkit's engine does not set TokenEvent.timings on that event yet")
+# Why labkit's text under a JSON schema differs: measured with xllamacpp 2026.10.11549.
+LLGUIDANCE = ("llama-server (the xllamacpp wheel, built with llguidance) hands a JSON schema to "
+              "llguidance ('%llguidance {}\\nstart: %json {...}'), labkit turns it into GBNF "
+              "with llama-cpp-python's converter (whose 'space ::= \" \"?' allows one space "
+              "where llguidance allows a newline and indentation); llama-cpp-python's "
+              "libllama has no llguidance")
+# More schemas, each with its measured answers at temperature 0 (labkit, llama-server).
+MORE_SCHEMAS = {
+    "enum": ({"type": "object", "properties": {"colour": {"enum": ["red", "green", "blue"]}},
+              "required": ["colour"]},
+             "labkit '{ \"colour\" : \"blue\"}', llama-server '{\\n  \"colour\": \"blue\"\\n}'"),
+    "nested": ({"type": "object", "properties": {"colour": {
+                   "type": "object", "required": ["name", "hex"], "properties": {
+                       "name": {"type": "string", "maxLength": 8},
+                       "hex": {"type": "string", "pattern": "^#[0-9a-f]{6}$"}}}},
+                "required": ["colour"]},
+               "labkit '{ \"colour\" : { \"name\" : \"blue\" ,\"hex\" : \"#f0f0f0\" } }', "
+               "llama-server '{\\n  \"colour\": {\\n    \"name\": \"json\",\\n    \"hex\": "
+               "\"#f0f0f0\"\\n  }'"),
+    "array": ({"type": "object", "properties": {"colours": {
+                  "type": "array", "items": {"type": "string", "maxLength": 8},
+                  "minItems": 2, "maxItems": 3}}, "required": ["colours"]},
+              "labkit '{ \"colours\" : [ \"blue\", \"red\", \"green\" ] }', llama-server "
+              "'{\\n  \"colours\": [\\n    \"red\",\\n    \"blue\",\\n    \"green\"\\n  ]\\n}'"),
+    "optional": ({"type": "object", "properties": {"colour": {"type": "string", "maxLength": 8},
+                                                   "shade": {"type": "string"}},
+                  "required": ["colour"]},
+                 "labkit '{ \"colour\" : \"blue\" }' (the required key only), llama-server "
+                 "'{\\n  \"colour\": \"json\",\\n  \"shade\"\\n\\n:\\n\\n\"json\"\\n\\n}' (both)"),
+}
 NATIVE_FIELDS = ("index", "content", "tokens", "stop", "id_slot", "model", "tokens_predicted",
                  "tokens_evaluated", "prompt", "has_new_line", "truncated", "stop_type",
                  "timings.prompt_n", "timings.prompt_ms", "timings.predicted_n",
@@ -195,6 +239,65 @@ def _bad_input() -> list[Case]:
     ]
 
 
+def _tools() -> list[Case]:
+    """``tools`` in a chat request: handed to the chat template (SmolLM2's shows nothing of
+    them, so the prompt and the answer are those without tools), and refused as llama-server
+    refuses them."""
+    chat = "/v1/chat/completions"
+    asked = {"messages": WEATHER_Q, "tools": TOOLS, "max_tokens": 8, "temperature": 0}
+    refused = ERROR + ("error.message",)
+    cases = [
+        Case("tools-apply-template", "base", path="/apply-template",
+             body={"messages": WEATHER_Q, "tools": TOOLS}, same=("http", "prompt")),
+        Case("tools-apply-template-tool-conversation", "base", path="/apply-template",
+             body={"messages": WEATHER_CALL, "tools": TOOLS}, same=("http", "prompt")),
+        Case("tools-chat", "base", path=chat, body=asked,
+             same=("http", "text", "usage.prompt_tokens", "choices.0.finish_reason", "keys")),
+        Case("tools-chat-tool-choice-required", "base", path=chat,
+             body={**asked, "tool_choice": "required"}, same=("http", "text", "keys")),
+        Case("tools-chat-tool-choice-a-function", "base", path=chat,
+             body={**asked, "tool_choice": {"type": "function",
+                                            "function": {"name": "get_weather"}}},
+             same=("http", "text")),
+        Case("tools-chat-streamed", "base", path=chat, kind="stream", body=asked,
+             same=("plain.text", "streamed.text", "streamed.keys")),
+        Case("tools-chat-tool-conversation", "base", path=chat,
+             body={"messages": WEATHER_CALL, "tools": TOOLS, "max_tokens": 2,
+                   "temperature": 0},
+             same=("http", "usage.prompt_tokens")),
+        Case("tools-with-grammar-refused", "base", path=chat,
+             body={**asked, "grammar": 'root ::= "a"'}, same=refused,
+             labkit={"http": 400}),
+        Case("tools-with-grammar-and-tool-choice-none", "base", path=chat,
+             body={**asked, "grammar": 'root ::= "a"', "tool_choice": "none"},
+             same=("http", "text")),
+        Case("tool-choice-invalid", "base", path=chat, body={**asked, "tool_choice": "bogus"},
+             same=refused, labkit={"http": 400}),
+        Case("tool-choice-invalid-apply-template", "base", path="/apply-template",
+             body={"messages": WEATHER_Q, "tool_choice": "bogus"}, same=refused),
+        Case("tool-choice-not-a-string", "base", path=chat, body={**asked, "tool_choice": 5},
+             same=("http", "text")),
+        Case("tools-empty-list", "base", path=chat, body={**asked, "tools": []},
+             same=("http", "text")),
+    ]
+    bad_tools = {
+        "not-a-list": "x",
+        "an-object": {},
+        "without-type": [{"function": {"name": "f"}}],
+        "unsupported-type": [{"type": "fn", "function": {"name": "f"}}],
+        "without-function": [{"type": "function"}],
+        "function-without-name": [{"type": "function", "function": {"description": "d"}}],
+        "name-not-a-string": [{"type": "function", "function": {"name": 5}}],
+    }
+    for name, value in bad_tools.items():
+        cases.append(Case(f"tools-{name}-refused", "base", path=chat,
+                          body={**asked, "tools": value}, same=refused,
+                          labkit={"http": 500, "error.type": "server_error"}))
+    cases.append(Case("tools-not-a-list-apply-template", "base", path="/apply-template",
+                      body={"messages": WEATHER_Q, "tools": "x"}, same=refused))
+    return cases
+
+
 def _api_key() -> list[Case]:
     cases = []
     for method, path in [("GET", "/health"), ("GET", "/v1/health"), ("GET", "/models"),
@@ -294,6 +397,53 @@ def _api_surface() -> list[Case]:
              same=("agree", "plain.text", "streamed.text", "streamed.finish_reason",
                    "streamed.objects", "streamed.usage.completion_tokens", "streamed.done"),
              labkit={"agree": True}),
+        # The fields of every answer and of every chunk of a stream (``keys``: the dotted
+        # paths of each JSON object), the same on both servers.
+        Case("completion-fields-every-chunk", "base", kind="stream",
+             body={**FRANCE, "n_predict": 4},
+             same=("plain.keys", "streamed.keys", "streamed.chunks")),
+        Case("completion-fields-every-chunk-n-probs", "base", kind="stream",
+             body={**FRANCE, "n_predict": 3, "n_probs": 2},
+             same=("plain.keys", "streamed.keys", "streamed.chunks")),
+        Case("completion-fields-stop-string", "base", kind="stream",
+             body={**FRANCE, "n_predict": 8, "stop": ["."]},
+             same=("plain.keys", "streamed.keys", "plain.tokens_cached"), xfail=STOP_TIMINGS),
+        Case("completion-chunks-stop-string", "base", kind="stream",
+             body={**FRANCE, "n_predict": 8, "stop": ["."]},
+             same=("plain.keys", "streamed.chunks", "plain.tokens_cached", "streamed.text")),
+        Case("v1-completions-chunks-stop-string", "base", path="/v1/completions", kind="stream",
+             body={**FRANCE, "max_tokens": 8, "stop": ["."]},
+             same=("plain.keys", "streamed.chunks", "streamed.text", "streamed.finish_reason")),
+        Case("v1-completions-fields-stop-string", "base", path="/v1/completions", kind="stream",
+             body={**FRANCE, "max_tokens": 8, "stop": ["."]},
+             same=("streamed.keys",), xfail=STOP_TIMINGS),
+        Case("v1-completions-chunks-end-of-generation", "base", path="/v1/completions",
+             kind="stream", body={"prompt": "Hi", "max_tokens": 30, "temperature": 0},
+             same=("streamed.keys", "streamed.chunks", "streamed.finish_reason")),
+        Case("v1-completions-chunks-held-back-text", "base", path="/v1/completions",
+             kind="stream", body={**FRANCE, "max_tokens": 4, "stop": [". The"]},
+             same=("streamed.keys", "streamed.chunks", "streamed.text")),
+        Case("completion-generation-settings", "base",
+             body={**FRANCE, "n_predict": 3, "seed": 7, "top_k": 5, "stop": ["x"],
+                   "logit_bias": {"15": -1.5, "16": False}, "ignore_eos": True},
+             same=("http", "generation_settings", "tokens_cached")),
+        Case("completion-return-tokens", "base",
+             body={**FRANCE, "n_predict": 8, "stop": ["."], "return_tokens": True},
+             same=("http", "text", "tokens")),
+        Case("v1-completions-fields-every-chunk", "base", path="/v1/completions", kind="stream",
+             body={**FRANCE, "max_tokens": 4},
+             same=("plain.keys", "streamed.keys", "streamed.chunks")),
+        Case("chat-fields-every-chunk", "base", path=chat, kind="stream",
+             body={"messages": SYSTEM, "max_tokens": 4, "temperature": 0},
+             same=("plain.keys", "streamed.keys", "streamed.chunks")),
+        Case("chat-fields-every-chunk-with-usage", "base", path=chat, kind="stream",
+             body={"messages": SYSTEM, "max_tokens": 4, "temperature": 0,
+                   "stream_options": {"include_usage": True}},
+             same=("streamed.keys", "streamed.chunks")),
+        Case("chat-fields-logprobs", "base", path=chat, kind="stream",
+             body={"messages": SYSTEM, "max_tokens": 3, "temperature": 0, "logprobs": True,
+                   "top_logprobs": 2},
+             same=("plain.keys", "streamed.keys")),
         Case("stop-string", "base", body={**FRANCE, "n_predict": 16, "stop": ["."]},
              same=("http", "text", "tokens_predicted")),
         Case("stop-string-reported", "base", body={**FRANCE, "n_predict": 16, "stop": ["."]},
@@ -319,9 +469,26 @@ def _api_surface() -> list[Case]:
                    "response_format": {"type": "json_schema",
                                        "json_schema": {"name": "c", "schema": SCHEMA}}},
              same=("text", "choices.0.finish_reason"),
-             xfail="the schema becomes a different grammar (llama-cpp-python's converter, "
-                   "not llama.cpp's): llama-server answers '{\\n  \"colour\": \"json\"\\n}', "
+             xfail=LLGUIDANCE + ": llama-server answers '{\\n  \"colour\": \"json\"\\n}', "
                    "labkit '{ \"colour\" : \"blue\" }'"),
+        *[Case(f"json-schema-{name}-keys", "base", path=chat,
+               body={"messages": SYSTEM, "max_tokens": 40, "temperature": 0,
+                     "response_format": {"type": "json_schema",
+                                         "json_schema": {"name": "c", "schema": schema}}},
+               same=("http", "json_keys")) for name, (schema, _) in MORE_SCHEMAS.items()
+          if name in ("enum", "array")],
+        *[Case(f"json-schema-{name}-text", "base", path=chat,
+               body={"messages": SYSTEM, "max_tokens": 40, "temperature": 0,
+                     "response_format": {"type": "json_schema",
+                                         "json_schema": {"name": "c", "schema": schema}}},
+               same=("text",), xfail=f"{LLGUIDANCE}: {measured}")
+          for name, (schema, measured) in MORE_SCHEMAS.items()],
+        Case("json-object-text", "base", path=chat,
+             body={"messages": SYSTEM, "max_tokens": 16, "temperature": 0,
+                   "response_format": {"type": "json_object"}},
+             same=("text",),
+             xfail=LLGUIDANCE + ": llama-server answers '{\\n  \"name\": \"json\",', labkit "
+                   "(llama-cpp-python's JSON grammar) '{\\n  \"blue\"\\n:\\n{\\n  \"red\"\\n:\\n'"),
         Case("n-choices", "base", path=chat,
              body={"messages": SYSTEM, "max_tokens": 2, "temperature": 0, "n": 2},
              same=("http", "n_choices")),
@@ -397,5 +564,5 @@ def _faults() -> list[Case]:
     ]
 
 
-CASES: list[Case] = (_conformance() + _bad_input() + _api_key() + _api_surface() + _settings()
+CASES: list[Case] = (_conformance() + _bad_input() + _tools() + _api_key() + _api_surface() + _settings()
                      + _faults())

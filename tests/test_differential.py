@@ -109,10 +109,24 @@ def generated_text(body: dict):
     return body.get("content", MISSING)
 
 
+def key_paths(obj, prefix: str = "") -> list[str]:
+    """The dotted paths of every field of a JSON object, sorted: nested objects are entered,
+    and so is the first element of a list of objects (``choices.0.delta.content``)."""
+    out: list[str] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append(prefix + k)
+            if isinstance(v, list) and v and isinstance(v[0], dict):
+                v, k = v[0], k + ".0"
+            if isinstance(v, dict):
+                out += key_paths(v, prefix + k + ".")
+    return sorted(out)
+
+
 def answer(r: httpx.Response) -> dict:
     """One answer as a flat record: ``http``, the JSON body's fields (a list answer under
-    ``items``), ``text`` (the generated text), ``json_keys`` (when that text is a JSON object)
-    and ``n_choices``."""
+    ``items``), ``keys`` (:func:`key_paths` of the body), ``text`` (the generated text),
+    ``json_keys`` (when that text is a JSON object) and ``n_choices``."""
     import json
     obs: dict = {"http": r.status_code}
     try:
@@ -122,6 +136,7 @@ def answer(r: httpx.Response) -> dict:
     if isinstance(body, list):
         return {**obs, "items": body}
     obs.update(body)
+    obs["keys"] = key_paths(body)
     text = generated_text(body)
     if text is not MISSING:
         obs["text"] = text
@@ -137,11 +152,12 @@ def answer(r: httpx.Response) -> dict:
 
 
 def streamed(srv, case: Case) -> dict:
-    """The same request streamed: the text pieced together, the final chunk's fields, and
-    whether the stream ended with ``data: [DONE]``."""
+    """The same request streamed: the text pieced together, the final chunk's fields, the
+    fields of every chunk (``keys``: one :func:`key_paths` list per chunk), and whether the
+    stream ended with ``data: [DONE]``."""
     import json
     body = {**case.body, "stream": True}
-    out = {"text": "", "objects": set(), "done": False, "chunks": 0}
+    out = {"text": "", "objects": set(), "done": False, "chunks": 0, "keys": []}
     with httpx.stream(case.method, srv.base_url + case.path, json=body, timeout=600) as r:
         for line in r.iter_lines():
             if not line.startswith("data: "):
@@ -151,6 +167,7 @@ def streamed(srv, case: Case) -> dict:
                 continue
             chunk = json.loads(line[6:])
             out["chunks"] += 1
+            out["keys"].append(key_paths(chunk))
             out["objects"].add(chunk.get("object", MISSING))
             for path in ("choices.0.delta.content", "choices.0.text", "content"):
                 piece = get(chunk, path)
@@ -336,3 +353,13 @@ def test_every_deliberate_difference_is_documented():
     section = doc.split("## Differences from llama-server", 1)[1]
     missing = [c.name for c in CASES if c.deliberate and f"`{c.name}`" not in section]
     assert not missing, f"not listed in docs/ENGINE.md's differences: {missing}"
+
+
+def test_the_reference_hands_a_json_schema_to_llguidance():
+    """The measured cause of the json-schema-*-text xfails: the reference llama-server was
+    built with llguidance, so a schema never becomes GBNF there (if this fails, the
+    reference changed and the xfails' cause must be measured again)."""
+    xlc = pytest.importorskip("xllamacpp")
+    from differential_cases import SCHEMA
+    grammar = xlc.json_schema_to_grammar(SCHEMA)
+    assert grammar.startswith("%llguidance {}\nstart: %json {")

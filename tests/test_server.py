@@ -83,8 +83,11 @@ def test_streaming_with_include_usage(srv):
         chunks = sse_chunks(r)
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     finals = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
-    assert text and len(finals) == 1 and "timings" in finals[0]
-    assert chunks[-1]["usage"]["completion_tokens"] == finals[0]["timings"]["predicted_n"]
+    # as in llama-server, the timings go with the usage chunk, not the finish chunk
+    assert text and len(finals) == 1 and "timings" not in finals[0]
+    assert chunks[-1]["usage"]["completion_tokens"] == chunks[-1]["timings"]["predicted_n"]
+    assert chunks[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == \
+        chunks[-1]["timings"]["cache_n"]
 
 
 def test_streaming_and_plain_agree_at_temperature_zero(srv):

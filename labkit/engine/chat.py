@@ -17,7 +17,11 @@ templates and leaves such details out, so labkit renders the template with Jinja
   llama-server's whole answer starts with it, its stream does not). Two assistant messages
   at the end are refused;
 - ``bos_token`` and ``eos_token`` are the vocabulary's own texts, and when the tokenizer adds
-  one of them itself, the rendered text does not repeat it.
+  one of them itself, the rendered text does not repeat it;
+- a request's ``tools`` reach the template as ``tools`` (when there are any), each as
+  ``{"type": "function", "function": {"name", "description", "parameters"}}``; the template
+  decides what of them the prompt shows (SmolLM2's shows nothing). :attr:`ChatTemplate.uses_tools`
+  says whether it reads them at all.
 """
 
 from __future__ import annotations
@@ -41,10 +45,23 @@ class ChatTemplate:
                                                       add_generation_prompt=flag)
                             for flag in (True, False)}
 
-    def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
+    @property
+    def uses_tools(self) -> bool:
+        """Whether the template reads ``tools`` (renders them into the prompt)."""
+        import jinja2
+        import jinja2.meta
+        env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
+        try:
+            return "tools" in jinja2.meta.find_undeclared_variables(env.parse(self.template))
+        except jinja2.TemplateSyntaxError:
+            return "tools" in self.template
+
+    def render(self, messages: list[dict], add_generation_prompt: bool = True,
+               tools: list[dict] | None = None) -> str:
         """The prompt text for ``messages`` (dicts with ``role`` and ``content``, a string or
-        a list of text parts). Raises ValueError for two assistant messages at the end, or
-        when the template itself refuses the conversation."""
+        a list of text parts, and the template's other fields such as ``tool_calls``), with
+        ``tools`` handed to the template. Raises ValueError for two assistant messages at
+        the end, or when the template itself refuses the conversation."""
         messages = list(messages)
         start = prefill(messages)
         if messages and messages[-1].get("role") == "assistant":
@@ -53,7 +70,8 @@ class ChatTemplate:
                 raise ValueError("Cannot have 2 or more assistant messages at the end of the list.")
             add_generation_prompt = True
         plain = [{**m, "content": _text(m.get("content"), "\n")} for m in messages]
-        text = self._formatters[add_generation_prompt](messages=plain).prompt
+        text = self._formatters[add_generation_prompt](messages=plain,
+                                                       tools=tools or None).prompt
         if self.add_bos and self.bos_token and text.startswith(self.bos_token):
             text = text[len(self.bos_token):]
         if self.add_eos and self.eos_token and text.endswith(self.eos_token):

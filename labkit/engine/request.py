@@ -54,12 +54,15 @@ class TokenEvent:
     (with ``n_probs``) is the token's entry of llama-server's ``completion_probabilities``:
     ``{"id", "token", "bytes", "logprob", "top_logprobs": [{"id", "token", "bytes",
     "logprob"}, ...]}``, where ``token`` is the text this event carries. ``n_decoded``
-    counts the tokens generated so far, this one included."""
+    counts the tokens generated so far, this one included. ``timings`` (:meth:`Timings.as_dict`
+    so far) is set on the event of a token that completes a stop string: llama-server's
+    chunk for that token carries them."""
 
     text: str
     token: int
     probs: dict | None = None
     n_decoded: int = 0
+    timings: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,8 @@ from starlette.routing import Route
 
 from ..engine import ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull
 from ..engine.chat import prefill
-from . import fields
+from ..engine.native import chat_template, eog_tokens
+from . import fields, tools
 from .validate import MAX_BODY_BYTES, ApiError, chat_request, parse_json_body, prompt_field, sampling_params
 
 log = logging.getLogger("labkit.server")
@@ -66,6 +67,9 @@ METRIC_HELP = {
 # every other path, known or not, before it looks the path up).
 PUBLIC = {"/health", "/v1/health"}
 
+# The OpenAI answers' ``system_fingerprint``: llama-server writes its build ("b<number>-<commit>").
+FINGERPRINT = "labkit"
+
 # Runs a blocking function on a worker thread and awaits its result: the event loop stays free.
 off_loop = run_in_threadpool
 
@@ -82,6 +86,8 @@ class ServerState:
         self.loaded = threading.Event()
         self.created = int(time.time())
         self.n_vocab = 0
+        self.eog: list[int] = []    # the end-of-generation tokens (ignore_eos bans them)
+        self.template = None        # the chat template, for a request with tools
         self._close_lock = threading.Lock()
 
     def load(self) -> None:
@@ -92,6 +98,7 @@ class ServerState:
             self.engine = Engine(self.config)
             import llama_cpp
             self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.engine.model.vocab)
+            self.eog = eog_tokens(self.engine.model.vocab)
             log.info("model loaded: %s", self.config.model_path)
         except Exception as exc:
             self.load_error = f"{type(exc).__name__}: {exc}"
@@ -286,13 +293,20 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
 
     async def apply_template(request):
         eng, body = ready(), await body_of(request)
-        req = chat_request({"messages": body.get("messages")})
-        return await off_loop(lambda: JSONResponse({"prompt": render(eng, req.messages)}))
+        req = chat_request({k: body[k] for k in ("messages", "tools", "tool_choice")
+                            if k in body} | {"messages": body.get("messages")})
+        return await off_loop(lambda: JSONResponse({"prompt": render(eng, req)}))
 
-    def render(eng: Engine, messages: list[dict]) -> str:
-        """The prompt for chat messages; a conversation the template refuses is a 400."""
+    def render(eng: Engine, req) -> str:
+        """The prompt for a chat request's messages (and tools, which the template decides
+        how to show); a conversation the template refuses is a 400."""
         try:
-            return eng.apply_template(messages)
+            if not req.tools:
+                return eng.apply_template(req.messages)
+            if state.template is None:
+                state.template = chat_template(eng.model)
+            tools.check_template(state.template.uses_tools, req.tools, req.tool_choice)
+            return state.template.render(req.messages, tools=req.tools)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
 
@@ -305,14 +319,17 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
     # ---------------------------------------------------------------- generation
 
     def submit(eng: Engine, prompts: list[list[int]], params, n: int, loop,
-               streamed: bool) -> tuple[list, asyncio.Queue]:
+               streamed: bool, ids: list[list[int]] | None = None) -> tuple[list, asyncio.Queue]:
         """Start ``n`` requests (choices) per prompt, choice k seeded ``seed + k`` as in
         llama-server; their events arrive on one asyncio queue as ``(index, event)``, index
-        ``prompt * n + k``: every event of a streamed answer, the final one of a plain one."""
+        ``prompt * n + k``: every event of a streamed answer, the final one of a plain one.
+        With ``ids`` (a list per index), a plain answer's token ids are gathered there."""
         q: asyncio.Queue = asyncio.Queue()
 
         def forward(index):
             def on_event(ev):
+                if ids is not None and type(ev) is not FinalEvent and ev.token >= 0:
+                    ids[index].append(ev.token)
                 if streamed or type(ev) is FinalEvent:
                     try:
                         loop.call_soon_threadsafe(q.put_nowait, (index, ev))
@@ -440,12 +457,13 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
             # clients that hard-code a name (or forget --alias) still work.
             body = parse_json_body(raw)
             req, n = chat_request(body), choices_of(body, eng)
-            prompt = render(eng, req.messages)
+            prompt = render(eng, req)
             tokens = eng.tokenize(prompt, add_special=True, parse_special=True)
             return (req, *submit(eng, [tokens], req.params, n, loop, req.stream))
         req, handles, q = await off_loop(prepare)
         cid, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
-        base = {"id": cid, "created": created, "model": state.alias}
+        base = {"id": cid, "created": created, "model": state.alias,
+                "system_fingerprint": FINGERPRINT}
         if req.stream:
             def first(index):
                 return {**base, "object": "chat.completion.chunk", "choices": [
@@ -461,14 +479,15 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                 return {**base, "object": "chat.completion.chunk", "choices": [choice]}
 
             def final(index, ev):
-                yield {**base, "object": "chat.completion.chunk", "choices": [
-                    {"index": index, "delta": {}, "finish_reason": ev.finish_reason}],
-                    "timings": ev.timings}
+                # the timings go with the usage chunk when there is one, as in llama-server
+                chunk = {**base, "object": "chat.completion.chunk", "choices": [
+                    {"index": index, "delta": {}, "finish_reason": ev.finish_reason}]}
+                yield chunk if req.include_usage else {**chunk, "timings": ev.timings}
 
             def end(finals):
                 if req.include_usage:
                     yield {**base, "object": "chat.completion.chunk", "choices": [],
-                           "usage": finals[0].usage, "timings": finals[0].timings}
+                           "usage": usage_of(finals[0]), "timings": finals[0].timings}
             return stream(request, handles, q, first, piece, final, end)
         finals = await collect(request, handles, q)
         err = final_error(finals)
@@ -486,7 +505,7 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                 choice["logprobs"] = {"content": ev.probs}
             choices.append(choice)
         return JSONResponse({**base, "object": "chat.completion", "choices": choices,
-                             "usage": finals[0].usage, "timings": finals[0].timings})
+                             "usage": usage_of(finals[0]), "timings": finals[0].timings})
 
     async def completion(request):
         """llama-server's native /completion (and the OpenAI-style /v1/completions)."""
@@ -513,47 +532,72 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                 texts.append(prompt if isinstance(prompt, str) else eng.detokenize(tokens))
             # choice k of prompt p has index p * n + k, and that prompt's text
             texts = [t for t in texts for _ in range(n)]
-            return (texts, stream_, *submit(eng, token_lists, params, n, loop, stream_))
-        texts, stream_, handles, q = await off_loop(prepare)
+            n_prompt = [len(t) for t in token_lists for _ in range(n)]
+            ids = [[] for _ in texts] if body.get("return_tokens") is True else None
+            settings = fields.generation_settings(
+                params, stream_, lambda text: eng.tokenize(text, add_special=False,
+                                                           parse_special=True), state.eog)
+            return (texts, n_prompt, ids, settings, stream_,
+                    *submit(eng, token_lists, params, n, loop, stream_, ids))
+        texts, n_prompt, ids, settings, stream_, handles, q = await off_loop(prepare)
         cid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
 
-        def native(index, text, ev=None, probs=None):
-            d = {"index": index, "content": text, "tokens": [], "stop": ev is not None,
-                 "id_slot": -1, "model": state.alias}
-            if ev is not None:
-                d.update(tokens_predicted=ev.usage.get("completion_tokens", 0),
-                         tokens_evaluated=ev.usage.get("prompt_tokens", 0),
-                         prompt=texts[index], has_new_line="\n" in ev.text,
-                         stop_type="word" if ev.stop_word else {
-                             "stop": "eos", "length": "limit"}.get(ev.finish_reason,
-                                                                   ev.finish_reason),
-                         stopping_word=ev.stop_word, truncated=False, timings=ev.timings)
+        def native_piece(index, ev):
+            """A streamed token's chunk, as llama-server sends it (no model, no final fields)."""
+            d = {"index": index, "content": ev.text, "tokens": [ev.token] if ev.token >= 0
+                 else [], "stop": False, "id_slot": -1, "tokens_predicted": ev.n_decoded,
+                 "tokens_evaluated": n_prompt[index]}
+            if ev.probs:
+                d["completion_probabilities"] = [ev.probs]
+            if ev.timings is not None:   # the token that completed a stop string
+                d["timings"] = ev.timings
+            return d
+
+        def native(index, text, ev, probs=None):
+            """The final answer (plain) or the last chunk (streamed)."""
+            u = ev.usage
+            d = {"index": index, "content": text,
+                 "tokens": ids[index] if ids is not None and not stream_ else [],
+                 "stop": True, "id_slot": -1, "model": state.alias,
+                 "tokens_predicted": u.get("completion_tokens", 0),
+                 "tokens_evaluated": u.get("prompt_tokens", 0),
+                 "generation_settings": settings, "prompt": texts[index],
+                 "has_new_line": "\n" in ev.text,
+                 "stop_type": "word" if ev.stop_word else {
+                     "stop": "eos", "length": "limit"}.get(ev.finish_reason, ev.finish_reason),
+                 "stopping_word": ev.stop_word, "truncated": False,
+                 # the slot's KV holds the prompt and every token but the last sampled one
+                 "tokens_cached": max(0, u.get("prompt_tokens", 0)
+                                      + u.get("completion_tokens", 0) - 1),
+                 "timings": ev.timings}
             if probs:
                 d["completion_probabilities"] = probs
             return d
 
         def oai(index, text, ev=None, probs=None):
             d = {"id": cid, "object": "text_completion", "created": created,
-                 "model": state.alias, "choices": [{
+                 "model": state.alias, "system_fingerprint": FINGERPRINT, "choices": [{
                      "index": index, "text": text,
                      "logprobs": {"content": probs} if probs else None,
                      "finish_reason": ev.finish_reason if ev is not None else None}]}
             if ev is not None:
-                d.update(usage=ev.usage, timings=ev.timings)
+                d.update(usage=usage_of(ev), timings=ev.timings)
             return d
-        shape = oai if openai_style else native
         if stream_:
-            def piece(index, ev):   # the native route sends every token's chunk, even empty
-                if ev.text or not openai_style:
-                    return shape(index, ev.text, probs=[ev.probs] if ev.probs else None)
-                return None
+            def piece(index, ev):   # both routes send every token's chunk, even an empty one
+                if openai_style:
+                    d = oai(index, ev.text, probs=[ev.probs] if ev.probs else None)
+                    return d if ev.timings is None else {**d, "timings": ev.timings}
+                return native_piece(index, ev)
+            final = oai if openai_style else native
             return stream(request, handles, q, lambda index: None, piece,
-                          lambda index, ev: [shape(index, "", ev)], lambda finals: [],
+                          lambda index, ev: [final(index, "", ev)], lambda finals: [],
                           done_marker=openai_style)
         finals = await collect(request, handles, q)
         err = final_error(finals)
         if err is not None:
             raise err
+        shape = oai if openai_style else native
         answers = [shape(i, whole_text(ev), ev, ev.probs) for i, ev in enumerate(finals)]
         if openai_style:
             return JSONResponse({**answers[0], "choices": [a["choices"][0] for a in answers]})
@@ -631,6 +675,12 @@ def _piece(vocab, token: int) -> str | list[int]:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return list(raw)
+
+
+def usage_of(ev: FinalEvent) -> dict:
+    """An answer's OpenAI ``usage``, with llama-server's count of the prompt tokens its slot
+    already held (``prompt_tokens_details.cached_tokens``, the timings' ``cache_n``)."""
+    return {**ev.usage, "prompt_tokens_details": {"cached_tokens": ev.timings.get("cache_n", 0)}}
 
 
 def _sse(obj) -> bytes:

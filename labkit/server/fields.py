@@ -215,3 +215,46 @@ def prompt_tokens(prompt, tokenize) -> list[int]:
     for i, piece in enumerate(prompt):
         out += tokenize(piece, i == 0) if isinstance(piece, str) else [piece]
     return out
+
+
+def _f32(x: float) -> float:
+    """A number as llama-server stores it (a C float) and writes it back."""
+    import struct
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def generation_settings(p: SamplingParams, stream: bool, tokenize, eog: list[int] = ()) -> dict:
+    """The ``generation_settings`` object of llama-server's final /completion answer: the
+    request's sampling settings, llama-server's defaults for the samplers labkit's engine
+    leaves off (:data:`UNSUPPORTED`, which labkit accepts only at those values).
+    ``tokenize(text)`` turns a text of ``logit_bias`` into its tokens; ``eog`` lists the
+    end-of-generation tokens, which ``ignore_eos`` bans (a ban shows as a null bias)."""
+    def bias(b):
+        return None if b == float("-inf") else b
+    biases = []
+    for key, b in p.logit_bias:
+        for tok in ([key] if isinstance(key, int) else tokenize(key)):
+            biases.append({"bias": bias(b), "token": tok})
+    if p.ignore_eos:
+        biases += [{"bias": None, "token": t} for t in eog]
+    n_predict = -1 if p.max_tokens is None else p.max_tokens
+    return {
+        "seed": 0xFFFFFFFF if p.seed is None else p.seed,
+        "temperature": _f32(p.temperature), "dynatemp_range": 0.0, "dynatemp_exponent": 1.0,
+        "top_k": p.top_k, "top_p": _f32(p.top_p), "min_p": _f32(p.min_p),
+        "top_n_sigma": -1.0, "xtc_probability": 0.0, "xtc_threshold": _f32(0.1),
+        "typical_p": 1.0, "repeat_last_n": p.repeat_last_n,
+        "repeat_penalty": _f32(p.repeat_penalty), "presence_penalty": _f32(p.presence_penalty),
+        "frequency_penalty": _f32(p.frequency_penalty), "dry_multiplier": 0.0,
+        "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": 64,
+        "dry_sequence_breakers": ["\n", ":", "\"", "*"], "mirostat": 0, "mirostat_tau": 5.0,
+        "mirostat_eta": _f32(0.1), "adaptive_target": -1.0, "adaptive_decay": _f32(0.9),
+        "stop": list(p.stop), "max_tokens": n_predict, "n_predict": n_predict, "n_keep": 0,
+        "n_discard": 0, "ignore_eos": p.ignore_eos, "stream": stream, "logit_bias": biases,
+        "n_probs": p.n_probs, "min_keep": 0, "grammar": p.gbnf() or "",
+        "grammar_lazy": False, "grammar_triggers": [], "preserved_tokens": [],
+        "chat_format": "Content-only", "reasoning_format": "deepseek",
+        "reasoning_in_content": False, "generation_prompt": "", "samplers": DEFAULT_SAMPLERS,
+        "speculative.types": "none", "timings_per_token": False, "post_sampling_probs": False,
+        "backend_sampling": False, "lora": [],
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..engine import SamplingParams
 from . import fields
@@ -162,6 +162,8 @@ class ChatRequest:
     include_usage: bool
     params: SamplingParams
     model: str | None
+    tools: list = field(default_factory=list)   # :func:`.tools.parse_tools`'s list
+    tool_choice: str = "auto"
 
 
 def chat_request(body: dict) -> ChatRequest:
@@ -188,7 +190,10 @@ def chat_request(body: dict) -> ChatRequest:
             content = ""
         if not isinstance(content, (str, list)):
             raise bad(f"messages[{i}].content must be a string")
-        clean.append({"role": "system" if role == "developer" else role, "content": content})
+        msg = {"role": "system" if role == "developer" else role, "content": content}
+        # what a template may render: an assistant's tool calls, a tool result's call id
+        msg.update({k: m[k] for k in ("tool_calls", "tool_call_id", "name") if k in m})
+        clean.append(msg)
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad("'model' must be a string")
@@ -196,8 +201,10 @@ def chat_request(body: dict) -> ChatRequest:
     so = body.get("stream_options") or {}
     if not isinstance(so, dict):
         raise bad("'stream_options' must be an object")
+    from .tools import read as read_tools
+    tools, tool_choice = read_tools(body)
     return ChatRequest(clean, stream, bool(so.get("include_usage", False)),
-                       sampling_params(body, chat=True), model)
+                       sampling_params(body, chat=True), model, tools, tool_choice)
 
 
 def prompt_field(body: dict):
