@@ -51,7 +51,8 @@ class Prompt:
         system = f"{preamble}\n\n{self.system}" if preamble else self.system
         example = [] if self.example_answer is None else [   # no answer: no worked example
             {"role": "user", "content": self.example_document},
-            {"role": "assistant", "content": json.dumps(self.example_answer)}]
+            # characters as written: a Chinese answer as characters, not \u escapes
+            {"role": "assistant", "content": json.dumps(self.example_answer, ensure_ascii=False)}]
         return [{"role": "system", "content": system}, *example,
                 {"role": "user", "content": document}]
 

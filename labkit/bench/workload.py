@@ -125,18 +125,6 @@ class Workload:
                         self.system_preamble, dict(self.meta))
 
 
-class WrittenPrompt(Prompt):
-    """A prompt whose worked answer is sent as written: Chinese characters as characters, not
-    ``\\u`` escapes (for an ASCII answer, the same text as :class:`Prompt` sends)."""
-
-    def messages(self, document: str, preamble: str = "") -> list[dict]:
-        msgs = super().messages(document, preamble)
-        if self.example_answer is not None:
-            msgs[2] = {"role": "assistant",
-                       "content": json.dumps(self.example_answer, ensure_ascii=False)}
-        return msgs
-
-
 def load_workload(name: str = "short", folder: str | os.PathLike | None = None) -> Workload:
     """Read ``data/workloads/<name>.json`` (a name from :data:`WORKLOADS`, or a path)."""
     base = Path(folder) if folder else data_dir()
@@ -144,7 +132,7 @@ def load_workload(name: str = "short", folder: str | os.PathLike | None = None) 
     if not path.exists():
         raise FileNotFoundError(f"no workload {name!r} at {path}; known: {', '.join(WORKLOADS)}")
     d = json.loads(path.read_text())
-    prompt = (WrittenPrompt(**d["prompt"]) if "prompt" in d     # a set with its own prompt
+    prompt = (Prompt(**d["prompt"]) if "prompt" in d     # a set with its own prompt
               else Prompt.load(path.parent.parent / "prompt.json"))
     docs = [Document(x["id"], x["text"], x["answer"], x.get("prompt_tokens"))
             for x in d["documents"]]
@@ -291,7 +279,7 @@ def zh_filler_paragraph(rng: random.Random, n_sentences: int = 5) -> str:
 
 def zh_prompt() -> Prompt:
     """The Chinese set's prompt: a Chinese instruction and one worked Chinese memo."""
-    return WrittenPrompt(system=ZH_SYSTEM, example_document=ZH_EXAMPLE_DOCUMENT,
+    return Prompt(system=ZH_SYSTEM, example_document=ZH_EXAMPLE_DOCUMENT,
                          example_answer=dict(ZH_EXAMPLE_ANSWER))
 
 
