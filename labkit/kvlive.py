@@ -42,7 +42,7 @@ def reference_installed() -> bool:
 def skip_note(what: str) -> str:
     """What a cell says when it skips ``what`` because llama-server itself is not installed."""
     return (f"skipped: {what}. llama.cpp's own llama-server is not installed here; install the "
-            f"reference with  pip install -e '.[ref]'  and run this cell again.")
+            "reference with  pip install -e \".[ref]\"  and run this cell again.")
 
 
 def flags(config) -> str:
