@@ -229,7 +229,8 @@ TABLE: tuple[Setting, ...] = (
             off_flags=("--no-kv-unified",)),
     Setting("kv_unified_per_slot", ("--kv-unified-per-slot",), None, "int | None",
             optional(integer(1)), "an integer >= 1, or None",
-            "cap each slot's context (n_ctx_slot) at N tokens"),
+            "cap each slot's context (n_ctx_slot) at N tokens; with -c 0 it also sizes the "
+            "pool: slots x N"),
     Setting("n_batch", ("-b", "--batch-size"), 2048, "int", integer(1), "an integer >= 1",
             "logical batch: the most tokens one llama_decode call takes"),
     Setting("n_ubatch", ("-ub", "--ubatch-size"), 512, "int", integer(1), "an integer >= 1",

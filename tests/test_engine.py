@@ -83,6 +83,15 @@ def test_startup_log_lines(model_path, caplog):
     assert "n_ctx_seq" in text and any(r.name == "labkit.engine.llama" for r in caplog.records)
 
 
+def test_ctx_size_zero_with_a_slot_cap_sizes_the_pool_by_the_cap(model_path):
+    """-c 0 --kv-unified-per-slot N, as llama-server does it (measured on the xllamacpp wheel:
+    "sizing KV pool to n_parallel * kv_unified_per_slot = 2 * 1024 = 2048"), split or unified."""
+    for unified in (True, False):
+        with Engine(EngineConfig(model_path, n_ctx=0, n_slots=2, kv_unified=unified,
+                                 kv_unified_per_slot=1024)) as e:
+            assert (e.facts["n_ctx"], e.facts["n_ctx_slot"]) == (2048, 1024), e.facts
+
+
 def test_ctx_size_zero_is_the_training_context(model_path):
     """-c 0, as in llama-server: the model's own training context, shared by the slots."""
     with Engine(EngineConfig(model_path, n_ctx=0, n_slots=2, kv_unified=False)) as e:

@@ -78,8 +78,10 @@ class Engine:
         try:
             self.model = LlamaModel(cfg.model_path, cfg.n_gpu_layers,
                                     split_mode=cfg.split_mode, main_gpu=cfg.main_gpu)
-            # -c 0, as in llama-server: the model's training context.
-            n_ctx = cfg.n_ctx or self.model.n_ctx_train
+            # -c 0, as in llama-server: slots x --kv-unified-per-slot when that is given,
+            # else the model's training context.
+            n_ctx = kv.server_pool(cfg.n_ctx, n_slots, n_ctx_train=self.model.n_ctx_train,
+                                   per_slot=cfg.kv_unified_per_slot)
             try:
                 self.ctx = LlamaContext(
                     self.model, n_ctx=n_ctx, n_seq_max=n_slots, kv_unified=unified,
