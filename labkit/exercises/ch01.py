@@ -12,19 +12,26 @@ FIVE_PARTS = {
     "notes": "kv cache",
     "refilling tables at every step": "continuous batching",
 }
-# Each part's other names: English, the glossary's Traditional Chinese, and the seeds' words.
-_PARTS = {
-    "request": ("requests", "正在辦的單", "請求"),
-    "slot": ("slots", "sequence", "窗口", "槽位"),
-    "context": ("ctx", "n ctx slot", "桌面", "上下文"),
-    "kv cache": ("kv", "kvcache", "已讀筆記", "kv 快取"),
-    "continuous batching": ("continuous", "cont batching", "每輪換桌名單", "連續批次"),
+# Each part's other names: the glossary's (English and Traditional Chinese, the seeds' words
+# among them) and a few abbreviations learners write.
+_ABBREVIATIONS = {
+    "request": ("requests",),
+    "slot": ("slots", "sequence"),
+    "context": ("ctx", "n ctx slot"),
+    "kv cache": ("kv", "kvcache"),
+    "continuous batching": ("continuous", "cont batching"),
 }
+
+
+def _parts() -> dict[str, tuple[str, ...]]:
+    from ..glossary import options
+    return {k.lower(): tuple(v) + _ABBREVIATIONS.get(k.lower(), ())
+            for k, v in options(*_ABBREVIATIONS).items()}
 
 
 def _part(word):
     try:
-        return choice(word, _PARTS)
+        return choice(word, _parts())
     except ValueError:
         return as_word(word)
 
