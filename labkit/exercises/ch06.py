@@ -68,7 +68,7 @@ CB_MODEL_ANSWER = (
     "With continuous batching the short requests took the slot the long request's neighbour "
     "freed and finished within a few seconds; without it the last short request waited for the "
     "long one to end, so its finish time was the long request's plus its own (quote your two "
-    "finish times here). The long request finished a little later with continuous "
+    "finish times here). The long request finished later with continuous "
     "batching, because it shared its decode steps with the short ones. For a service where "
     "people wait for short answers behind long jobs I would keep it on: the short requests' "
     "waits are what users feel, and the long job loses little. I would only consider turning "
