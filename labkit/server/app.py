@@ -534,9 +534,11 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
             texts = [t for t in texts for _ in range(n)]
             n_prompt = [len(t) for t in token_lists for _ in range(n)]
             ids = [[] for _ in texts] if body.get("return_tokens") is True else None
-            settings = fields.generation_settings(
-                params, stream_, lambda text: eng.tokenize(text, add_special=False,
-                                                           parse_special=True), state.eog)
+            # choice k's settings: its own seed (seed + k), as llama-server reports it
+            settings = [fields.generation_settings(
+                fields.choice_params(params, k), stream_,
+                lambda text: eng.tokenize(text, add_special=False, parse_special=True),
+                state.eog) for k in range(n)]
             return (texts, n_prompt, ids, settings, stream_,
                     *submit(eng, token_lists, params, n, loop, stream_, ids))
         texts, n_prompt, ids, settings, stream_, handles, q = await off_loop(prepare)
@@ -561,7 +563,8 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                  "stop": True, "id_slot": -1, "model": state.alias,
                  "tokens_predicted": u.get("completion_tokens", 0),
                  "tokens_evaluated": u.get("prompt_tokens", 0),
-                 "generation_settings": settings, "prompt": texts[index],
+                 "generation_settings": settings[index % len(settings)],
+                 "prompt": texts[index],
                  "has_new_line": "\n" in ev.text,
                  "stop_type": "word" if ev.stop_word else {
                      "stop": "eos", "length": "limit"}.get(ev.finish_reason, ev.finish_reason),
