@@ -30,7 +30,9 @@ Models compared:
   new-abcd  the same calibration run, without the prefill-attention term e (ablation);
   earlier   the four-term cost fitted on the short set at 1 and 4 slots (the model
             docs/SIMULATOR.md measured first; its fit runs, short:1 and short:4, are
-            measured here again so both models face the same held-out runs).
+            measured here again so both models face the same held-out runs);
+  all (in-sample)  the five terms fitted on every run at once, nothing held out: a check
+            of the model's form, not a prediction.
 
 All three use one request entering the engine at a time (serial ingress) with their own
 per-request time outside the engine.
@@ -59,6 +61,7 @@ import pandas as pd
 
 from labkit import bench, sim
 from labkit.bench import calibration, harness
+from labkit.bench.calibration import periods as periods_of
 from labkit.bench.client import Sampling
 from labkit.bench.harness import QuietMachine
 from labkit.bench.runner import measure_target
@@ -71,7 +74,7 @@ from labkit.sim.features import with_prefill_attention
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.10
 METRICS = ("tok_s", "ttft_p50", "ttft_mean", "ttft_p90")
-MODELS = ("new", "new-abcd", "earlier")
+MODELS = ("new", "new-abcd", "earlier", "all (in-sample)")
 HEAD = "new"
 
 
@@ -156,6 +159,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--quick-calibration", action="store_true",
                    help="calibrate in quick mode (prompts up to 1024 tokens, 1 and 2 in flight)")
+    p.add_argument("--cal-prompts", type=int, default=None,
+                   help="prompt lengths of the calibration plan (default: the plan's 10)")
     p.add_argument("--threads", "-t", type=int, default=2)
     p.add_argument("--n-ctx", type=int, default=16384,
                    help="KV pool (split; 16384 leaves each of 4 slots room for a long prompt)")
@@ -186,7 +191,9 @@ def main(argv=None) -> int:
     quiet.max_wait_s = a.max_wait
 
     t0 = time.perf_counter()
-    cal = calibration.run(quick=a.quick_calibration, the_plan=None, n_threads=a.threads,
+    the_plan = (calibration.plan(a.quick_calibration, n_prompts=a.cal_prompts)
+                if a.cal_prompts else None)
+    cal = calibration.run(quick=a.quick_calibration, the_plan=the_plan, n_threads=a.threads,
                           n_batch=a.batch, n_ubatch=a.ubatch, quiet=quiet, progress=True)
     print(f"calibration: {len(cal.rows)} requests, {len(cal.steps)} steps, "
           f"loads {', '.join(f'{x:.2f}' for x in cal.load1)}, others "
@@ -279,6 +286,10 @@ def fit_models(runs, cal_steps: pd.DataFrame, a) -> dict:
     models["new"] = (new, rtt_cal)
     models["new-abcd"] = (calibration.fit_traces(cal_steps, bootstrap=200, terms="abcd",
                                                  name="new-abcd"), rtt_cal)
+    # In-sample reference, nothing held out: can the five terms explain every run at once?
+    everything = pd.concat([periods_of(cal_steps)] + [step_periods(x["steps"]) for x in runs],
+                           ignore_index=True)
+    models["all (in-sample)"] = (sim.fit(everything, name="all"), rtt_cal)
     fit_runs = [x for x in runs if x["role"] == "held out, earlier fit"]
     if fit_runs:
         per = pd.concat([step_periods(x["steps"]) for x in fit_runs], ignore_index=True)
