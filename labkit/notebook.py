@@ -25,7 +25,7 @@ from .live import (EngineRun, ask, ask_messages, count_tokens, document, extract
                    get_trace, per_request, prefix_cache_rows, queue_burst, run_requests,
                    startup_lines, startup_table)
 from .planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly,
-                       prediction_error, read_worksheet, rent_vs_buy, replay,
+                       prediction_error, read_worksheet, replay,
                        saturation_signals)
 from .runenv import log_to_file, pick, quick, results_dir
 
@@ -41,7 +41,7 @@ __all__ = [
     "startup_lines", "startup_table",
     # labkit.planning
     "DAY_PROFILE", "day_of_traffic", "findings", "first_saturated_rate", "hourly",
-    "prediction_error", "read_worksheet", "rent_vs_buy", "replay", "saturation_signals",
+    "prediction_error", "read_worksheet", "replay", "saturation_signals",
 ]
 
 

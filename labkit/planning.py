@@ -155,24 +155,6 @@ def hourly(result):
     return out
 
 
-def rent_vs_buy(buy_price: float, buy_running_per_month: float, rent_per_hour: float,
-                hours_per_month: float, months: int = 36):
-    """Cumulative cost of buying (price up front + running cost each month) and renting billed
-    only for ``hours_per_month`` (hours x hourly rate each month: serverless pricing) over
-    ``months``, and the break-even month (None if renting stays cheaper over the horizon).
-    A rented instance bills every hour it is up: :func:`rent_buy_compare` puts both kinds of
-    renting beside buying."""
-    import pandas as pd
-    m = pd.RangeIndex(0, months + 1, name="month")
-    buy = buy_price + buy_running_per_month * m.to_numpy()
-    rent = rent_per_hour * hours_per_month * m.to_numpy()
-    table = pd.DataFrame({"buy": buy, "rent": rent}, index=m)
-    monthly_gap = rent_per_hour * hours_per_month - buy_running_per_month
-    even = buy_price / monthly_gap if monthly_gap > 0 else None
-    return {"table": table, "break_even_months": even,
-            "break_even_hours": even * hours_per_month if even is not None else None}
-
-
 # ---------------------------------------------------------------------------- rent or buy (notebook 08)
 
 # Every default below says where it came from. SEED is the capacity-planning article the learners

@@ -95,14 +95,7 @@ def test_gates_panel_follows_the_threshold():
     assert p.result["verdict"].tolist() == ["fail: TTFT ok"]
 
 
-def test_rent_vs_buy_break_even():
-    r = notebook.rent_vs_buy(10000, 100, 2.0, 300, months=36)     # rent 600 a month
-    assert r["break_even_months"] == pytest.approx(20)
-    assert r["break_even_hours"] == pytest.approx(6000)
-    t = r["table"]
-    assert t.loc[0, "buy"] == 10000 and t.loc[0, "rent"] == 0
-    assert t.loc[20, "buy"] == pytest.approx(t.loc[20, "rent"])
-    assert notebook.rent_vs_buy(10000, 700, 2.0, 300)["break_even_months"] is None
+def test_rent_buy_panel_break_even():
     p = widgets.rent_buy_panel(10000, 2.0, 10, power_w=0)       # 300 busy hours a month
     assert p.result["break_even_months"]["busy hours only"] == pytest.approx(10000 / 600)
     p.update(busy_hours_per_day=20)
