@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 
-from .validate import ApiError
+from .errors import ApiError
 
 TOOL_CHOICES = ("auto", "none", "required")
 

@@ -13,24 +13,12 @@ from dataclasses import dataclass, field
 
 from ..engine import SamplingParams
 from . import fields
+from .errors import ApiError
 
 # A request body larger than this is refused with 413 before it is parsed.
 MAX_BODY_BYTES = 8 * 2**20
 # max_tokens must fit llama.cpp's int32 n_predict; anything larger is a client bug.
 MAX_TOKENS_LIMIT = 2**31 - 1
-
-
-class ApiError(Exception):
-    """An error the server reports to the client as JSON with an HTTP status."""
-
-    def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 **extra):
-        super().__init__(message)
-        self.status, self.message, self.type, self.extra = status, message, type_, extra
-
-    def body(self) -> dict:
-        return {"error": {"code": self.status, "message": self.message, "type": self.type,
-                          **self.extra}}
 
 
 def bad(message: str) -> ApiError:
