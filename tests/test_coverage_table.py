@@ -75,3 +75,30 @@ def test_each_row_points_at_a_section_that_shows_it(row):
     text = "\n".join(c.source for c in cells if c.cell_type in kinds)
     assert token[1] in text, (f"{row['where']} ({'/'.join(kinds)} cells) never mentions "
                               f"{token[1]!r}, which the coverage table says shows: {row['item']}")
+
+
+def test_the_exercise_counts_in_the_readme_are_the_registrys():
+    from collections import Counter
+
+    from labkit import exercises
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| notebook | closed | open | code |"):].split("\n\n")[0]
+    shown = {}
+    for line in table.splitlines()[2:]:
+        nb, closed, open_, code = [c.strip() for c in line.strip().strip("|").split("|")]
+        shown[int(nb)] = (int(closed), int(open_), int(code))
+    kinds = Counter((int(i.split(".")[0]), ex.kind) for i, ex in exercises.REGISTRY.items())
+    actual = {n: (kinds[n, exercises.CLOSED], kinds[n, exercises.OPEN], kinds[n, exercises.CODE])
+              for n in {n for n, _ in kinds}}
+    assert shown == actual
+
+
+def test_every_notebook_asks_an_open_question_and_three_ask_for_code():
+    from labkit import exercises
+    by_nb = {}
+    for i, ex in exercises.REGISTRY.items():
+        by_nb.setdefault(i.split(".")[0], set()).add(ex.kind)
+    notebooks = {p.name[:2].lstrip("0") or "0" for p in (ROOT / "notebooks").glob("0[0-9]_*.ipynb")}
+    assert set(by_nb) == notebooks
+    assert all(exercises.OPEN in kinds for kinds in by_nb.values()), by_nb
+    assert sum(exercises.CODE in kinds for kinds in by_nb.values()) >= 3
