@@ -94,8 +94,6 @@ SCHEMA = {"type": "object", "properties": {"colour": {"type": "string", "maxLeng
           "required": ["colour"], "additionalProperties": False}
 # llama-server's chunk for the token that completes a stop string carries the timings so far;
 # labkit's engine does not yet say which token event that is (TokenEvent.timings stays None).
-STOP_TIMINGS = ("llama-server's chunk of the token that completes a stop string carries "
-                "'timings'; labkit's engine does not set TokenEvent.timings on that event yet")
 # Why labkit's text under a JSON schema differs: measured with xllamacpp 2026.10.11549.
 LLGUIDANCE = ("llama-server (the xllamacpp wheel, built with llguidance) hands a JSON schema to "
               "llguidance ('%llguidance {}\\nstart: %json {...}'), labkit turns it into GBNF "
@@ -407,7 +405,7 @@ def _api_surface() -> list[Case]:
              same=("plain.keys", "streamed.keys", "streamed.chunks")),
         Case("completion-fields-stop-string", "base", kind="stream",
              body={**FRANCE, "n_predict": 8, "stop": ["."]},
-             same=("plain.keys", "streamed.keys", "plain.tokens_cached"), xfail=STOP_TIMINGS),
+             same=("plain.keys", "streamed.keys", "plain.tokens_cached")),
         Case("completion-chunks-stop-string", "base", kind="stream",
              body={**FRANCE, "n_predict": 8, "stop": ["."]},
              same=("plain.keys", "streamed.chunks", "plain.tokens_cached", "streamed.text")),
@@ -416,7 +414,7 @@ def _api_surface() -> list[Case]:
              same=("plain.keys", "streamed.chunks", "streamed.text", "streamed.finish_reason")),
         Case("v1-completions-fields-stop-string", "base", path="/v1/completions", kind="stream",
              body={**FRANCE, "max_tokens": 8, "stop": ["."]},
-             same=("streamed.keys",), xfail=STOP_TIMINGS),
+             same=("streamed.keys",)),
         Case("v1-completions-chunks-end-of-generation", "base", path="/v1/completions",
              kind="stream", body={"prompt": "Hi", "max_tokens": 30, "temperature": 0},
              same=("streamed.keys", "streamed.chunks", "streamed.finish_reason")),

@@ -518,3 +518,13 @@ def test_requests_queued_together_share_the_first_step(eng):
     with pytest.raises(ValueError, match="empty"):
         eng.submit_many([(prompts[2], params), ([], params)])
     assert eng.metrics()["requests_processing"] == 0 and len(eng.slots()) == waiting
+
+
+def test_events_name_the_slot_that_served_them(eng):
+    """llama-server's id_slot: every chunk and the final answer say which slot generated them."""
+    h = eng.submit(eng.tokenize("Name a colour."), SamplingParams(max_tokens=3, temperature=0))
+    events = list(h)
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and 0 <= final.id_slot < len(eng.slots())
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert tokens and all(e.id_slot == final.id_slot for e in tokens)

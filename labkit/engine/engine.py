@@ -150,13 +150,20 @@ class Engine:
     def detokenize(self, tokens: list[int]) -> str:
         return detokenize(self._vocab, list(tokens))
 
-    def apply_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The prompt text for chat ``messages``, rendered from the model's own chat template
-        as llama-server renders it (see :mod:`labkit.engine.chat`). A message's ``content``
-        is a string or a list of OpenAI text parts."""
+    @property
+    def template(self):
+        """The model's own chat template (:class:`labkit.engine.chat.ChatTemplate`), read once."""
         if self._template is None:
             self._template = chat_template(self.model)
-        return self._template.render(messages, add_generation_prompt)
+        return self._template
+
+    def apply_template(self, messages: list[dict], add_generation_prompt: bool = True,
+                       tools: list[dict] | None = None) -> str:
+        """The prompt text for chat ``messages`` (and ``tools``, which the template decides how
+        to show), rendered from the model's own chat template as llama-server renders it (see
+        :mod:`labkit.engine.chat`). A message's ``content`` is a string or a list of OpenAI
+        text parts."""
+        return self.template.render(messages, add_generation_prompt, tools=tools)
 
     def submit(self, prompt: list[int], params: SamplingParams | None = None,
                on_event: Callable[[Event], None] | None = None) -> RequestHandle:
@@ -517,7 +524,9 @@ class Engine:
             if probs is not None:
                 entry = self._probs_entry(tok, text, *probs)
                 s.probs.append(entry)
-            self._emit(s.handle, TokenEvent(text, tok, entry, s.n_decoded))
+            # llama-server's chunk for the token that completes a stop string carries the timings
+            timings = s.timings(now).as_dict() if hit else None
+            self._emit(s.handle, TokenEvent(text, tok, entry, s.n_decoded, timings, s.id))
         params = s.request.params
         if eog or hit:
             self._finish(s, "stop", now)
@@ -546,7 +555,7 @@ class Engine:
         The bytes of a character cut off at the end are not sent, as in llama-server."""
         tail, partial = s.flush_text()
         if tail:
-            self._emit(s.handle, TokenEvent(tail, -1, None, s.n_decoded))
+            self._emit(s.handle, TokenEvent(tail, -1, None, s.n_decoded, id_slot=s.id))
         req = s.request
         timings = s.timings(now)
         # llama-server counts every request's tokens when its slot is released, whatever ended it.
@@ -562,7 +571,7 @@ class Engine:
             probs = probs[:max(0, len(probs) - n_stop)]
         handle = s.handle
         final = FinalEvent(reason, usage(len(req.prompt), s.n_decoded), timings.as_dict(),
-                           error, s.completion(), partial, s.stop_word, probs)
+                           error, s.completion(), partial, s.stop_word, probs, s.id)
         s.free(now)
         self._emit(handle, final)
 

@@ -63,6 +63,7 @@ class TokenEvent:
     probs: dict | None = None
     n_decoded: int = 0
     timings: dict | None = None
+    id_slot: int = -1               # the slot that generated it (llama-server's id_slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,7 @@ class FinalEvent:
     partial: bytes = b""
     stop_word: str = ""
     probs: list[dict] = field(default_factory=list)
+    id_slot: int = -1               # the slot that served the request; -1 if none did
 
 
 Event = TokenEvent | FinalEvent

@@ -44,7 +44,7 @@ from starlette.routing import Route
 
 from ..engine import ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull
 from ..engine.chat import prefill
-from ..engine.native import chat_template, eog_tokens
+from ..engine.native import eog_tokens
 from . import fields, tools
 from .validate import MAX_BODY_BYTES, ApiError, chat_request, parse_json_body, prompt_field, sampling_params
 
@@ -87,7 +87,6 @@ class ServerState:
         self.created = int(time.time())
         self.n_vocab = 0
         self.eog: list[int] = []    # the end-of-generation tokens (ignore_eos bans them)
-        self.template = None        # the chat template, for a request with tools
         self._close_lock = threading.Lock()
 
     def load(self) -> None:
@@ -301,12 +300,9 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         """The prompt for a chat request's messages (and tools, which the template decides
         how to show); a conversation the template refuses is a 400."""
         try:
-            if not req.tools:
-                return eng.apply_template(req.messages)
-            if state.template is None:
-                state.template = chat_template(eng.model)
-            tools.check_template(state.template.uses_tools, req.tools, req.tool_choice)
-            return state.template.render(req.messages, tools=req.tools)
+            if req.tools:
+                tools.check_template(eng.template.uses_tools, req.tools, req.tool_choice)
+            return eng.apply_template(req.messages, tools=req.tools or None)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
 
@@ -547,7 +543,7 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         def native_piece(index, ev):
             """A streamed token's chunk, as llama-server sends it (no model, no final fields)."""
             d = {"index": index, "content": ev.text, "tokens": [ev.token] if ev.token >= 0
-                 else [], "stop": False, "id_slot": -1, "tokens_predicted": ev.n_decoded,
+                 else [], "stop": False, "id_slot": ev.id_slot, "tokens_predicted": ev.n_decoded,
                  "tokens_evaluated": n_prompt[index]}
             if ev.probs:
                 d["completion_probabilities"] = [ev.probs]
@@ -560,7 +556,7 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
             u = ev.usage
             d = {"index": index, "content": text,
                  "tokens": ids[index] if ids is not None and not stream_ else [],
-                 "stop": True, "id_slot": -1, "model": state.alias,
+                 "stop": True, "id_slot": ev.id_slot, "model": state.alias,
                  "tokens_predicted": u.get("completion_tokens", 0),
                  "tokens_evaluated": u.get("prompt_tokens", 0),
                  "generation_settings": settings[index % len(settings)],
