@@ -1,37 +1,22 @@
 """Plausible wrong answers to the exercises of notebook 01: each must fail with a hint."""
 
 
-def _continuous(guests, slots, cost, n_batch=2048):
-    """run_by_hand unchanged: prompts read next to decode tokens (continuous batching)."""
-    t, waiting, seated, steps = 0.0, sorted(guests), [], []
-    while waiting or seated:
-        while waiting and waiting[0][0] <= t and len(seated) < slots:
-            _, prompt, answer = waiting.pop(0)
-            seated.append({"prompt_left": prompt, "cells": 0, "answer_left": answer})
-        if not seated:
-            t = waiting[0][0]
-            continue
-        decoding = [g for g in seated if g["prompt_left"] == 0]
-        budget, chunks = n_batch - len(decoding), []
-        for g in seated:
-            if g["prompt_left"] and budget > 0:
-                chunks.append((g, min(g["prompt_left"], budget)))
-                budget -= chunks[-1][1]
-        n_prompt = sum(n for _, n in chunks)
-        attended = sum(g["cells"] + 1 for g in decoding) + sum(g["cells"] + n for g, n in chunks)
-        pairs = sum(n * (g["cells"] + n / 2) for g, n in chunks)
-        dur = cost.a + cost.b * n_prompt + cost.c * len(decoding) + cost.d * attended + cost.e * pairs
-        t += dur
-        steps.append(dur)
-        for g in decoding:
-            g["cells"] += 1
-            g["answer_left"] -= 1
-        for g, n in chunks:
-            g["cells"] += n
-            g["prompt_left"] -= n
-            g["answer_left"] -= g["prompt_left"] == 0
-        seated = [g for g in seated if g["answer_left"] > 0]
-    return steps
+def _without_the_changed_line():
+    """The worked answer with its one changed line put back: run_by_hand unchanged, prompts read
+    next to decode tokens (continuous batching), which is exactly what 1.7 must not do."""
+    import inspect
+    import runpy
+    from pathlib import Path
+    solutions = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "01_restaurant.py"
+    source = inspect.getsource(runpy.run_path(str(solutions))["answer_1_7"])
+    changed = 'if g["prompt_left"] and budget > 0 and not decoding:'
+    assert changed in source, "the worked answer no longer has the line this case undoes"
+    namespace = {}
+    exec(source.replace(changed, 'if g["prompt_left"] and budget > 0:'), namespace)
+    return namespace["answer_1_7"]
+
+
+_continuous = _without_the_changed_line()
 
 
 WRONG = {
