@@ -300,9 +300,10 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         """The prompt for a chat request's messages (and tools, which the template decides
         how to show); a conversation the template refuses is a 400."""
         try:
-            if req.tools:
-                tools.check_template(eng.template.uses_tools, req.tools, req.tool_choice)
-            return eng.apply_template(req.messages, tools=req.tools or None)
+            if not req.tools:
+                return eng.apply_template(req.messages)
+            tools.check_template(eng.template.uses_tools, req.tools, req.tool_choice)
+            return eng.apply_template(req.messages, tools=req.tools)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
 
