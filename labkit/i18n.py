@@ -127,6 +127,46 @@ def pick(english: str, chinese: str, lang: str | None = None) -> str:
     return chinese if (lang or language()) == "zh-TW" else english
 
 
+class Both:
+    """A text in both languages, chosen when it is shown: ``str()`` and f-strings give the
+    language in use at that moment. For texts defined once and shown later (an exercise's
+    question, an open question's model answer)::
+
+        question = Both("How many slots?", "有幾個槽位？")
+        print(f"{question}")       # English, or Chinese under LABKIT_LANG=zh-TW
+    """
+
+    __slots__ = ("en", "zh")
+
+    def __init__(self, en: str, zh: str):
+        if not en or not zh:
+            raise ValueError("Both needs the English and the Chinese text")
+        self.en, self.zh = en, zh
+
+    def __str__(self) -> str:
+        return pick(self.en, self.zh)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return f"Both({self.en!r}, {self.zh!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Both) and (self.en, self.zh) == (other.en, other.zh)
+
+    def __hash__(self) -> int:
+        return hash((self.en, self.zh))
+
+
+def text(value, lang: str | None = None) -> str:
+    """``value`` as shown in ``lang`` (default: the language in use): a :class:`Both` picks
+    its language, anything else is ``str(value)``."""
+    if isinstance(value, Both):
+        return pick(value.en, value.zh, lang)
+    return str(value)
+
+
 def placeholders(text: str) -> set[str]:
     """The ``{names}`` a message expects."""
     return {name for _, name, _, _ in Formatter().parse(text) if name is not None}

@@ -3,9 +3,14 @@
 Every notebook starts with::
 
     from labkit import notebook as nb
+    nb.use_language("en")      # 語言 language: "en" | "zh-TW"
     nb.banner()
 
-which prints four lines (versions, machine, model, mode) instead of doctor's whole report.
+The middle line is the notebook's language line: the only line in which the English and the
+Traditional Chinese edition of a notebook differ (:mod:`labkit.editions` checks it). The
+banner then prints four lines (versions, machine, model, mode) instead of doctor's whole
+report. A line a notebook prints for people goes through :func:`say` (or :func:`tr` for a
+text), written in both languages side by side.
 
 This module is a facade. It defines the banner, the recipe and the compute path itself and
 re-exports, by name, the helpers that live in smaller modules: quick mode, :func:`pick` and
@@ -27,12 +32,16 @@ from .live import (EngineRun, ask, ask_messages, count_tokens, document, extract
 from .planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly,
                        prediction_error, read_worksheet, replay,
                        saturation_signals)
+from .i18n import Both
+from .i18n import pick as tr
 from .runenv import log_to_file, pick, quick, results_dir
 
 __all__ = [
     # defined here
     "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
-    "skip_without_gpu", "terms",
+    "say", "skip_without_gpu", "terms", "use_language",
+    # labkit.i18n
+    "Both", "tr",
     # labkit.runenv
     "log_to_file", "pick", "quick", "results_dir",
     # labkit.live
@@ -45,6 +54,23 @@ __all__ = [
 ]
 
 
+# ---------------------------------------------------------------------------- language
+
+def use_language(language: str) -> None:
+    """The language line: ``"en"`` or ``"zh-TW"`` for labkit's messages, verdicts, plots and
+    every process the notebook starts (sets ``LABKIT_LANG``). With Chinese it also gives
+    matplotlib a CJK font, or says once how to install one."""
+    from .runenv import use_language as set_language
+    if set_language(language) == "zh-TW":
+        from . import fonts
+        fonts.setup()
+
+
+def say(english: str, chinese: str) -> None:
+    """Print the line in the notebook's language."""
+    print(tr(english, chinese))
+
+
 # ---------------------------------------------------------------------------- banner
 
 def _short_report() -> dict:
@@ -53,34 +79,39 @@ def _short_report() -> dict:
 
 
 def banner_text(report: dict | None = None) -> str:
-    """The four-line banner: versions, machine, model, mode."""
+    """The four-line banner: versions, machine, model, mode (in the notebook's language)."""
     r = report or _short_report()
     b = r["llama_cpp"]
     if b.get("ok"):
         src = b.get("llama_cpp_source") or {}
         commit = f"llama.cpp {src['commit']}, " if src.get("commit") else ""
-        llama = (f"llama-cpp-python {b['version']} ({commit}"
-                 f"{'GPU offload build' if b['gpu_offload'] else 'CPU build'})")
+        build = tr("GPU offload build", "可卸載到 GPU 的建置") if b["gpu_offload"] \
+            else tr("CPU build", "CPU 建置")
+        llama = f"llama-cpp-python {b['version']} ({commit}{build})"
     else:
-        llama = f"llama-cpp-python missing: {b.get('error')}"
+        llama = tr(f"llama-cpp-python missing: {b.get('error')}",
+                   f"缺少 llama-cpp-python：{b.get('error')}")
     if r["gpus"]:
         gpu = "; ".join(f"GPU {g['index']} {g['name']} {g['memory_total_bytes'] / 2**30:.0f} GiB"
                         for g in r["gpus"])
     else:
-        gpu = f"no GPU ({r['gpu_note']})"
+        gpu = tr(f"no GPU ({r['gpu_note']})", f"沒有 GPU（{r['gpu_note']}）")
     m = r["model"]
     if "error" in m:
-        model = f"model: {m['error']}"
+        model = tr(f"model: {m['error']}", f"模型：{m['error']}")
     else:
-        model = (f"model:   {m['name']} ({m['file_type']}, {m['size_bytes'] / 2**20:.0f} MiB), "
-                 f"sha256 {m['sha256'][:16]}…")
-    mode = ("quick (LABKIT_QUICK=1: workloads shrunk to run in seconds)" if quick()
-            else "full (set LABKIT_QUICK=1 for the quick sizes)")
+        model = (tr("model:   ", "模型：  ") + f"{m['name']} ({m['file_type']}, "
+                 f"{m['size_bytes'] / 2**20:.0f} MiB), sha256 {m['sha256'][:16]}…")
+    mode = (tr("quick (LABKIT_QUICK=1: workloads shrunk to run in seconds)",
+               "快速（LABKIT_QUICK=1：工作負載縮小，幾秒內跑完）") if quick()
+            else tr("full (set LABKIT_QUICK=1 for the quick sizes)",
+                    "完整（設 LABKIT_QUICK=1 改用快速的大小）"))
     return "\n".join([
         f"labkit {r['labkit']} · Python {r['python']} · {llama}",
-        f"machine: {r['platform']}, {r['cpu_count']} CPUs, {gpu}",
+        tr(f"machine: {r['platform']}, {r['cpu_count']} CPUs, {gpu}",
+           f"機器：  {r['platform']}，{r['cpu_count']} 個 CPU，{gpu}"),
         model,
-        f"mode:    {mode}",
+        tr("mode:    ", "模式：  ") + mode,
     ])
 
 
@@ -122,7 +153,8 @@ def skip_without_gpu(what: str) -> bool:
     found, why = list_gpus()
     if found:
         return True
-    print(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.")
+    say(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.",
+        f"已略過：{what}\n  原因：{why}。上面的 CPU 格子講的是同一件事。")
     return False
 
 

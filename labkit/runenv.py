@@ -80,6 +80,22 @@ def lang() -> str:
                      f"{' or '.join(LANGUAGES)} (zh, zh_TW and zh-Hant mean zh-TW)")
 
 
+def use_language(language: str) -> str:
+    """Speak ``language`` from now on, in this process and in every process it starts (a
+    server, ``labkit bench``): sets ``LABKIT_LANG``. Each notebook's language line calls it.
+    A word :func:`lang` does not accept is a ValueError and changes nothing."""
+    before = os.environ.get(ENV_LANG)
+    os.environ[ENV_LANG] = language
+    try:
+        return lang()
+    except ValueError:
+        if before is None:
+            del os.environ[ENV_LANG]
+        else:
+            os.environ[ENV_LANG] = before
+        raise
+
+
 # ---------------------------------------------------------------------------- files
 
 def results_dir() -> Path:

@@ -208,3 +208,50 @@ def test_choice_reads_english_and_traditional_chinese():
     assert exercises.choice("接受", options) == "accepted"
     with pytest.raises(ValueError, match="answer one of"):
         exercises.choice("maybe", options)
+
+
+# ---------------------------------------------------------------------------- in Chinese
+
+def _chinese_problems(message: str) -> list[str]:
+    """Why ``message`` is not a Chinese message: no Chinese character, or an English
+    sentence (five words in a row outside code) left in it."""
+    from labkit import editions
+    if not editions.CJK.search(message):
+        return ["no Chinese"]
+    return [f"English left: {run!r}" for run in editions.english_runs(message)]
+
+
+def _fast(ex_ids):
+    return [i for i in ex_ids if not exercises.REGISTRY[i].needs_model]
+
+
+@pytest.mark.parametrize("ex_id", sorted(WRONG_ANSWERS))
+def test_every_question_is_asked_in_chinese(ex_id, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    assert not _chinese_problems(exercises.question(ex_id)), exercises.question(ex_id)
+
+
+@pytest.mark.parametrize("ex_id", _fast(sorted(WRONG_ANSWERS)))
+def test_wrong_answers_get_a_chinese_hint_in_the_chinese_edition(ex_id, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    for wrong in WRONG_ANSWERS[ex_id]:
+        result = evaluate(ex_id, wrong)
+        assert result.status == WRONG, (wrong, result)
+        problems = _chinese_problems(result.message)
+        assert not problems, f"{wrong!r}: {problems}: {result.message}"
+        assert str(result).startswith(f"練習 {ex_id}：✘ 還不對：")
+
+
+@pytest.mark.parametrize("ex_id", _fast(sorted(WRONG_ANSWERS)))
+def test_solutions_pass_in_the_chinese_edition_too(ex_id, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    result = evaluate(ex_id, solution_for(ex_id))
+    assert result.status == CORRECT, result
+    if result.message:          # an open question's model answer and rubric, a note
+        assert not _chinese_problems(result.message), result.message
+
+
+def test_a_blank_answer_is_reported_in_chinese(monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    exercises.check("3.1", ...)
+    assert capsys.readouterr().out.startswith("練習 3.1：… 尚未作答：把 ... 換成你的答案")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..i18n import Both, pick, t, text
+
 CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 
 
@@ -27,7 +29,7 @@ CLOSED, OPEN, CODE = "closed", "open", "code"     # a number or a word; explain 
 @dataclass(frozen=True)
 class Exercise:
     id: str
-    question: str
+    question: str | Both       # shown in the language in use (labkit.i18n.Both)
     judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
     kind: str = CLOSED
     needs_model: bool = False     # the judge loads the model (the tests run it in the slow lane)
@@ -45,10 +47,11 @@ class CheckResult:
         return self.status == CORRECT
 
     def __str__(self) -> str:
-        mark = {CORRECT: "✔ correct", WRONG: "✘ not yet", UNANSWERED: "… not answered yet"}
+        mark = {CORRECT: "check.correct", WRONG: "check.wrong", UNANSWERED: "check.unanswered"}
         if self.kind == OPEN and self.status == CORRECT:
-            mark[CORRECT] = "✎ answered"
-        return f"Exercise {self.id}: {mark[self.status]}" + (f": {self.message}" if self.message else "")
+            mark[CORRECT] = "check.answered"
+        head = f"{t('check.exercise', id=self.id)}{pick(': ', '：')}{t(mark[self.status])}"
+        return head + (f"{pick(': ', '：')}{self.message}" if self.message else "")
 
 
 class LearnerCodeError(Exception):
@@ -76,7 +79,8 @@ def exercise(id: str, question: str, kind: str = CLOSED, needs_model: bool = Fal
     return wrap
 
 
-def open_question(id: str, question: str, model_answer: str, rubric: list[str], *,
+def open_question(id: str, question: str | Both, model_answer: str | Both,
+                  rubric: list[str | Both], *,
                   min_words: int = 15, needs_number: bool = False) -> None:
     """Register an open question: explain or decide, in the learner's own words.
 
@@ -84,17 +88,24 @@ def open_question(id: str, question: str, model_answer: str, rubric: list[str], 
     characters of Chinese are 15 words) is accepted and answered with the model answer and the
     rubric; with ``needs_number`` the answer must also quote a figure (one digit at least),
     because the question asks about the learner's own measurements. The model answer stays
-    hidden until then."""
+    hidden until then. Each text may be a :class:`labkit.i18n.Both`, shown in the language in
+    use."""
     def judge(answer):
         if not isinstance(answer, str):
-            raise TypeError("answer in words, between quotes")
+            raise TypeError(pick("answer in words, between quotes", "請用文字作答，放在引號之間"))
         if word_count(answer) < min_words:
-            return False, (f"write two or three sentences (at least {min_words} words, or "
-                           f"{2 * min_words} characters of Chinese) that say why")
+            return False, pick(f"write two or three sentences (at least {min_words} words, or "
+                               f"{2 * min_words} characters of Chinese) that say why",
+                               f"寫兩三句話說明原因（至少 {2 * min_words} 個中文字，"
+                               f"或 {min_words} 個英文單字）")
         if needs_number and not any(ch.isdigit() for ch in answer):
-            return False, "quote your own figures: the question is about what you measured"
-        lines = "\n".join(f"  ({i}) {r}" for i, r in enumerate(rubric, 1))
-        return True, f"compare yours with this.\nModel answer: {model_answer}\nRubric:\n{lines}"
+            return False, pick("quote your own figures: the question is about what you measured",
+                               "請引用你自己量到的數字：這題問的是你的測量結果")
+        lines = "\n".join(f"  ({i}) {text(r)}" for i, r in enumerate(rubric, 1))
+        return True, pick(f"compare yours with this.\nModel answer: {text(model_answer)}\n"
+                          f"Rubric:\n{lines}",
+                          f"和下面的參考答案比較看看。\n參考答案：{text(model_answer)}\n"
+                          f"評分重點：\n{lines}")
     exercise(id, question, OPEN)(judge)
 
 
@@ -109,11 +120,13 @@ def word_count(text: str) -> float:
 def call(fn, *args, **kwargs):
     """Run the learner's function; what it raises comes back as a wrong answer, not a traceback."""
     if not callable(fn):
-        raise TypeError(f"expected a function (def ...), got {type(fn).__name__}")
+        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
+                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
     try:
         return fn(*args, **kwargs)
     except Exception as exc:      # the learner's code may raise anything
-        raise LearnerCodeError(f"your function raised {type(exc).__name__}: {exc}") from exc
+        raise LearnerCodeError(pick(f"your function raised {type(exc).__name__}: {exc}",
+                                    f"你的函式丟出了 {type(exc).__name__}：{exc}")) from exc
 
 
 def is_unanswered(answer) -> bool:
@@ -127,14 +140,16 @@ def evaluate(id: str, answer) -> CheckResult:
     except KeyError:
         raise KeyError(f"no exercise {id!r}; known: {', '.join(sorted(REGISTRY))}") from None
     if is_unanswered(answer) or (isinstance(answer, str) and not answer.strip()):
-        return CheckResult(id, UNANSWERED, "replace the ... with your answer and run the cell again",
+        return CheckResult(id, UNANSWERED, pick("replace the ... with your answer and run the cell "
+                                                "again", "把 ... 換成你的答案，再執行一次這一格"),
                            ex.kind)
     try:
         right, hint = ex.judge(answer)
     except LearnerCodeError as exc:
         return CheckResult(id, WRONG, str(exc), ex.kind)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        return CheckResult(id, WRONG, f"could not read this answer ({exc}). {ex.question}", ex.kind)
+        return CheckResult(id, WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
+                                           f"讀不懂這個答案（{exc}）。{ex.question}"), ex.kind)
     return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
 
 
@@ -151,7 +166,8 @@ def results() -> dict[str, CheckResult]:
 
 
 def question(id: str) -> str:
-    return REGISTRY[id].question
+    """Exercise ``id``'s question in the language in use."""
+    return text(REGISTRY[id].question)
 
 
 def ids(prefix: str = "") -> list[str]:
@@ -173,18 +189,19 @@ def kinds() -> dict[str, int]:
 def as_number(x) -> float:
     """An int, float, or a string such as ``"131,072"`` / ``"90 MiB"`` as a float."""
     if isinstance(x, bool):
-        raise ValueError("expected a number, got True/False")
+        raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
     if isinstance(x, (int, float)):
         return float(x)
     if hasattr(x, "item"):            # numpy scalars
         return float(x.item())
     if isinstance(x, str):
         s = x.strip().replace(",", "").replace("_", "")
-        for unit in ("mib", "bytes", "byte", "b", "tokens", "x", "×"):
+        for unit in ("mib", "bytes", "byte", "b", "tokens", "x", "×", "位元組", "個 token", "倍"):
             if s.lower().endswith(unit):
                 s = s[: -len(unit)].strip()
         return float(s)
-    raise TypeError(f"expected a number, got {type(x).__name__}")
+    raise TypeError(pick(f"expected a number, got {type(x).__name__}",
+                         f"這裡要的是數字，收到的是 {type(x).__name__}"))
 
 
 def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:
@@ -196,7 +213,8 @@ def as_word(x) -> str:
     """A word or phrase, lower case, separators as single spaces, Chinese quotes and final
     punctuation dropped (so "「拒絕」。" reads as "拒絕")."""
     if not isinstance(x, str):
-        raise TypeError(f"expected a word in quotes, got {type(x).__name__}")
+        raise TypeError(pick(f"expected a word in quotes, got {type(x).__name__}",
+                             f"這裡要的是放在引號裡的詞，收到的是 {type(x).__name__}"))
     s = x.strip().strip("「」『』“”\"'。，,.!！?？ ")
     return " ".join(s.lower().replace("_", " ").replace("-", " ").split())
 
@@ -210,7 +228,7 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
         if w == as_word(key) or w in {as_word(x) for x in words} \
                 or w.replace(" ", "") in {as_word(x).replace(" ", "") for x in words}:
             return key
-    raise ValueError("answer one of: " + ", ".join(
+    raise ValueError(pick("answer one of: ", "請從這些選一個：") + ", ".join(
         f"{k} ({'/'.join(v[:2])})" if v else k for k, v in options.items()))
 
 

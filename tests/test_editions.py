@@ -1,0 +1,95 @@
+"""The two editions of the workbook stay in step: every notebook has a Traditional Chinese
+twin whose code cells equal the English ones except the language line, whose prose is
+Chinese, and whose words for the workbook's terms are the glossary's (labkit.editions)."""
+
+import re
+
+import nbformat
+import pytest
+
+from labkit import editions, glossary
+
+NOTEBOOKS = editions.english_notebooks()
+IDS = [p.stem for p in NOTEBOOKS]
+
+
+def test_every_notebook_has_a_twin():
+    missing = [p.name for p in NOTEBOOKS if not editions.twin(p).exists()]
+    assert not missing, f"no zh-TW edition of {missing}: python -m labkit.editions sync"
+    extra = sorted({p.name for p in (editions.ROOT / editions.TWIN_DIR).glob("*.ipynb")}
+                   - {p.name for p in NOTEBOOKS})
+    assert not extra, f"zh-TW notebooks without an English one: {extra}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_code_cells_are_the_same_but_the_language_line(path):
+    problems = editions.differences(editions.read(path), editions.read(editions.twin(path)))
+    assert not problems, "\n".join(problems) + "\n(python -m labkit.editions sync)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_prose_is_translated(path):
+    problems = editions.untranslated(editions.read(editions.twin(path)))
+    assert not problems, "\n".join(problems)
+
+
+def _prose(path):
+    return "\n".join(c.source for c in editions.read(path).cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_chinese_prose_uses_the_glossary_words(path):
+    text = _prose(editions.twin(path))
+    found = glossary.avoided(text)
+    assert not found, "; ".join(f"{w!r}: the glossary says {r!r}" for w, r in found.items())
+
+
+def test_the_scheduling_notebook_names_the_policies_as_the_glossary_does():
+    text = _prose(editions.twin(editions.ROOT / "07_scheduling.ipynb"))
+    for term in ("FIFO", "SJF", "priority", "fair share", "hybrid", "starvation"):
+        assert glossary.lookup(term).chinese in text, term
+
+
+def test_sync_changes_nothing_when_in_step():
+    for path in NOTEBOOKS:
+        chinese = editions.read(editions.twin(path))
+        again = editions.synced(editions.read(path), chinese)
+        assert [c.source for c in again.cells] == [c.source for c in chinese.cells], path.name
+
+
+def test_sync_carries_a_code_change_and_keeps_the_prose():
+    en = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('from labkit import notebook as nb\nnb.use_language("en")'),
+        nbformat.v4.new_markdown_cell("Two slots share the cache."),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_markdown_cell("The end."),
+    ])
+    zh = editions.synced(en)
+    assert zh.cells[0].source.endswith('nb.use_language("zh-TW")')
+    assert zh.cells[1].source.startswith(editions.TRANSLATE_MARK)
+    zh.cells[1].source, zh.cells[3].source = "兩個槽位共用快取。", "結束。"
+    assert editions.differences(en, zh) == [] and editions.untranslated(zh) == []
+    en.cells[2].source = "x = 2"                                     # a code change
+    en.cells.insert(3, nbformat.v4.new_markdown_cell("A new paragraph."))
+    en.cells[3]["id"] = "new"
+    zh2 = editions.synced(en, zh)
+    assert [c.source for c in zh2.cells][1:3] == ["兩個槽位共用快取。", "x = 2"]
+    assert zh2.cells[-1].source == "結束。"
+    assert editions.untranslated(zh2) == [f"cell 3: marked {editions.TRANSLATE_MARK}: "
+                                          f"{editions.TRANSLATE_MARK}"]
+    zh2.cells[2].source = "x = 3"                                    # drift is caught
+    assert any("code differs" in p for p in editions.differences(en, zh2))
+
+
+def test_english_left_in_chinese_prose_is_found():
+    assert editions.english_runs("每個槽位 this sentence was never translated 對吧") \
+        == ["this sentence was never translated"]
+    assert editions.english_runs("用 `llama-server --parallel 4 --ctx-size 8192` 啟動") == []
+    assert editions.english_runs("- Yu et al., Orca (OSDI 2022), https://www.usenix.org/x") == []
+
+
+def test_language_line_is_the_one_difference_allowed():
+    line = re.compile(editions.LANGUAGE_LINE.pattern, re.M)
+    for path in NOTEBOOKS:
+        first = next(c for c in editions.read(path).cells if c.cell_type == "code")
+        assert line.search(first.source), f"{path.name}: the first code cell has no language line"
