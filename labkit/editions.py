@@ -11,6 +11,7 @@ How to keep them in step: edit the English notebook's code (or the Chinese one's
 it back by hand), then run ::
 
     python -m labkit.editions sync      # copy every code cell from English to Chinese
+    python -m labkit.editions sync 03   # the same for one notebook
     python -m labkit.editions check     # what differs, cell by cell (tests/test_editions.py)
 
 ``sync`` copies code cells and cell tags from each English notebook into its twin and keeps
@@ -185,10 +186,13 @@ def write(nb, path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def sync(root: Path = ROOT) -> list[Path]:
-    """Bring every Chinese edition in step with its English notebook; the files changed."""
+def sync(root: Path = ROOT, names: list[str] | None = None) -> list[Path]:
+    """Bring every Chinese edition (or those of the notebooks ``names``, "03_kv_bytes" or
+    "03") in step with its English notebook; the files changed."""
     changed = []
     for en_path in english_notebooks(root):
+        if names and not any(en_path.stem.startswith(n) for n in names):
+            continue
         zh_path = twin(en_path)
         english = read(en_path)
         chinese = read(zh_path) if zh_path.exists() else None
@@ -215,11 +219,11 @@ def report(root: Path = ROOT) -> dict[str, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["sync"]:
-        for path in sync():
+        for path in sync(names=argv[1:]):
             print(f"updated {path}")
         argv = ["check"]
     if argv[:1] != ["check"]:
-        print("usage: python -m labkit.editions sync | check", file=sys.stderr)
+        print("usage: python -m labkit.editions sync [NN ...] | check", file=sys.stderr)
         return 2
     problems = report()
     for name, lines in problems.items():

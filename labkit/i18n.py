@@ -167,6 +167,31 @@ def text(value, lang: str | None = None) -> str:
     return str(value)
 
 
+# Column headings of the tables the notebooks show (the worksheet's, the engine trace's), in
+# Chinese; :func:`show` renames a table's columns with them for display only.
+HEADINGS: dict[str, str] = {
+    "slots": "槽位數", "n_slots": "槽位數", "slot": "槽位", "kv_unified": "統一 KV",
+    "requests": "請求數", "request": "請求", "prompt_tokens": "提示 token 數",
+    "completion_tokens": "生成 token 數", "ttft_s": "首字等待 (s)", "ttft_p50_s": "首字等待 p50 (s)",
+    "ttft_p90_s": "首字等待 p90 (s)", "latency_s": "延遲 (s)", "tok_per_s": "tok/s",
+    "aggregate_tok_s": "總吞吐 (tok/s)", "per_request_tok_s": "每請求 tok/s",
+    "correct": "正確", "fits": "放得下", "in_time": "準時", "right": "答對",
+}
+
+
+def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
+    """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
+    index's name) renamed with :data:`HEADINGS` and ``headings``; unchanged in English. The
+    data and the original table are untouched, so code keeps using the program's names."""
+    if (lang or language()) != "zh-TW":
+        return table
+    names = {**HEADINGS, **(headings or {})}
+    out = table.rename(columns=lambda c: names.get(c, c) if isinstance(c, str) else c)
+    if isinstance(out.index.name, str) and out.index.name in names:
+        out = out.rename_axis(names[out.index.name])
+    return out
+
+
 def placeholders(text: str) -> set[str]:
     """The ``{names}`` a message expects."""
     return {name for _, name, _, _ in Formatter().parse(text) if name is not None}

@@ -32,7 +32,7 @@ from .live import (EngineRun, ask, ask_messages, count_tokens, document, extract
 from .planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly,
                        prediction_error, read_worksheet, replay,
                        saturation_signals)
-from .i18n import Both
+from .i18n import Both, show
 from .i18n import pick as tr
 from .runenv import log_to_file, pick, quick, results_dir
 
@@ -41,7 +41,7 @@ __all__ = [
     "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
     "say", "skip_without_gpu", "terms", "use_language",
     # labkit.i18n
-    "Both", "tr",
+    "Both", "show", "tr",
     # labkit.runenv
     "log_to_file", "pick", "quick", "results_dir",
     # labkit.live

@@ -93,3 +93,19 @@ def test_language_line_is_the_one_difference_allowed():
     for path in NOTEBOOKS:
         first = next(c for c in editions.read(path).cells if c.cell_type == "code")
         assert line.search(first.source), f"{path.name}: the first code cell has no language line"
+
+
+LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)#\s]+)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + [editions.twin(p) for p in NOTEBOOKS],
+                         ids=IDS + [f"zh-TW/{i}" for i in IDS])
+def test_relative_links_lead_somewhere(path):
+    """A link to a doc, a data file or another notebook resolves from the notebook's folder
+    (the Chinese edition sits one folder deeper: ../../docs/, and its neighbours are the
+    Chinese notebooks)."""
+    if not path.exists():
+        pytest.skip("no zh-TW edition yet")
+    broken = [target for target in LINK.findall(_prose(path))
+              if not (path.parent / target).exists()]
+    assert not broken, f"{path.name}: links that lead nowhere: {broken}"
