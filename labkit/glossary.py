@@ -33,6 +33,14 @@ class Term:
     engineer: str
     aliases: tuple[str, ...] = ()
 
+    def restaurant_in(self, lang: str = "en") -> str:
+        """The restaurant picture in ``lang`` ("en" or "zh-TW")."""
+        return IN_CHINESE[self.english][0] if lang == "zh-TW" else self.restaurant
+
+    def engineer_in(self, lang: str = "en") -> str:
+        """The engineer's meaning in ``lang`` ("en" or "zh-TW")."""
+        return IN_CHINESE[self.english][1] if lang == "zh-TW" else self.engineer
+
     def names(self) -> tuple[str, ...]:
         """Every name of the term, English first, no repeats, empty ones left out."""
         seen: list[str] = []
@@ -167,6 +175,65 @@ TERMS: list[Term] = [
 ]
 
 
+# The restaurant picture and the engineer's meaning of every term, in Chinese (the Chinese
+# edition's glossary table and docs/GLOSSARY.md show them beside the English).
+IN_CHINESE: dict[str, tuple[str, str]] = {
+    "request": ("一位客人點的一張單",
+                "對模型的一次呼叫：送進提示、拿回 token；一個代理任務可能發出很多次"),
+    "slot": ("一張桌子",
+             "伺服器同時處理的一個序列位置（llama-server 的 -np；一個序列 id）"),
+    "context": ("桌面",
+                "一個序列能容納的 token，提示和生成的合計（n_ctx_slot）"),
+    "KV cache": ("為每張單記下的筆記",
+                 "每個已處理 token 在每一層的鍵（key）與值（value），每個解碼步驟都會重複讀取"),
+    "continuous batching": ("每一輪都重新安排入座的桌子",
+                            "迭代層級調度：序列在兩個解碼步驟之間加入或離開批次"),
+    "prefill": ("先把點單讀完",
+                "處理提示的 token，一步處理很多個；決定首字等待時間"),
+    "decode": ("一口一口地做菜",
+               "每一步為每個序列生成一個 token；每一步都把全部權重讀過一次"),
+    "token": ("一口", "模型處理文字的單位；不等於字元：一個中文字常是一個或更多個 token"),
+    "TTFT": ("等第一口菜上桌", "首個 token 延遲：從送出請求到看見第一段文字的時間"),
+    "throughput": ("每小時出了幾道菜", "所有請求合計每秒輸出的 token 數"),
+    "latency": ("一位客人等了多久", "一個請求從頭到尾花的時間（或到第一個 token：TTFT）"),
+    "in-flight requests": ("同時在點餐的客人", "用戶端同時保持未完成的請求數（封閉迴路）"),
+    "usable concurrency": ("真正能好好服務的桌數", "通過三關的最大在途請求數"),
+    "three gates": ("菜放得上桌、準時上菜、而且做對",
+                    "可用並行數 = 放得進上下文、等待可以接受、答案正確，三者同時成立"),
+    "split KV": ("每張桌子分到固定的一塊桌面",
+                 "n_ctx_seq = n_ctx / n_slots（補齊到 256 的倍數）；--no-kv-unified"),
+    "unified KV": ("一張大家共用的長桌", "所有序列共用一個 n_ctx 格的池；--kv-unified"),
+    "PagedAttention": ("筆記寫在活頁紙上，不預留整本筆記本",
+                       "KV 存在固定大小的區塊裡，用到才配置（vLLM）"),
+    "prefix cache": ("大家都先點的套餐，筆記先留著",
+                     "重用共同提示前綴的 KV（cache_prompt）"),
+    "static batching": ("坐滿才開、到終點才讓大家一起下車的巴士",
+                        "湊滿 N 個請求，全部跑完才結束這一批"),
+    "dynamic batching": ("坐滿或等夠久就開的巴士",
+                         "最大批次大小加上最長等待時間；每一批仍要跑完才結束"),
+    "batch size": ("廚房一輪煮幾份單",
+                   "一步處理多少：vLLM 指序列數（max_num_seqs），llama.cpp 指一次 llama_decode "
+                   "的 token 數（-b，n_batch），不是槽位數"),
+    "microbatch": ("一大份單裡的一鍋", "一個邏輯批次為了一次計算切出的實體區塊（-ub，n_ubatch）"),
+    "step": ("廚房的一輪", "模型對目前批次做一次前向計算（一次 llama_decode 呼叫）"),
+    "scheduling policy": ("下一位讓誰入座", "每一步決定哪些等待中的請求加入批次的規則"),
+    "FIFO": ("照到達的順序入座", "依到達順序服務；公平又簡單，但一個長請求會擋住短的"),
+    "SJF": ("快的單先做", "先服務預期輸出最短的請求；平均延遲最低，長請求可能永遠等下去"),
+    "priority": ("熟客優先", "先服務優先級高的請求；優先級低的可能餓死"),
+    "fair share": ("每一桌客人都分到廚房的一份力氣",
+                   "依使用者或請求平衡服務量（例如虛擬 token 計數器 VTC）"),
+    "hybrid": ("熟客優先，但沒有人等太久", "先看優先級，再看等待時間（老化），所以沒有請求會餓死"),
+    "queue depth": ("門口排隊的客人", "等待槽位的請求數；持續大於零表示伺服器已飽和"),
+    "saturation": ("桌桌客滿，門口還排了隊", "超過這個負載，再多的請求只會拉長佇列，吞吐不再增加"),
+    "preemption": ("請一位客人暫時讓出桌子", "暫停一個執行中的請求（釋放或換出它的 KV），騰出空間給另一個"),
+    "starvation": ("永遠等不到位子的客人", "因為別人總是先被選中，一個請求一直等下去"),
+    "worksheet": ("廚房的紀錄本", "每個配置一列：吞吐、首字等待、錯誤、答對數、記憶體"),
+    "answer key": ("用來對照菜做得對不對的食譜", "每份測試文件應有的 id、負責人和截止日"),
+    "warm-up": ("營業前先熱爐子", "一個不計分的第一個請求，讓一次性的成本不算進測量"),
+    "sampled peak": ("剛好有人看到的最忙時刻", "每 200 ms 取樣一次的記憶體最高讀數；短暫的尖峰可能漏掉"),
+}
+
+
 # Words the Chinese edition does not write, and the glossary's word instead: other names for
 # the policies than seed 001's, and terms written differently outside Taiwan. A test reads the
 # zh-TW notebooks and labkit's Chinese messages for them.
@@ -174,7 +241,7 @@ AVOID: dict[str, str] = {
     "先到先服務": "先來先服務", "短工作優先": "最短作業優先", "短作業優先": "最短作業優先",
     "優先權": "優先級", "公平分配": "公平分享", "搶佔": "搶占", "飢餓": "餓死",
     "緩存": "快取", "內存": "記憶體", "顯存": "GPU 記憶體", "默認": "預設", "線程": "執行緒",
-    "進程": "行程", "服務器": "伺服器", "用戶": "使用者", "數據": "資料", "質量": "品質",
+    "進程": "行程", "服務器": "伺服器", "數據": "資料", "質量": "品質",
     "信息": "訊息", "網絡": "網路", "軟件": "軟體", "硬件": "硬體", "文檔": "文件",
     "調用": "呼叫", "接口": "介面", "模塊": "模組", "併發": "並行", "並發": "並行",
     "批處理": "批次處理", "令牌": "token", "運行": "執行", "視頻": "影片", "字符": "字元",
@@ -243,22 +310,34 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant | In llama.cpp terms "
-            "| Also |",
+    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant（餐廳裡） "
+            "| In llama.cpp terms（工程師的意思） | Also |",
             "|---|---|---|---|---|---|"]
-    rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant} | "
-             f"{_cell(t.engineer)} | {_cell(', '.join(t.aliases))} |" for t in TERMS]
+    rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant}<br>"
+             f"{t.restaurant_in('zh-TW')} | {_cell(t.engineer)}<br>{_cell(t.engineer_in('zh-TW'))} "
+             f"| {_cell(', '.join(t.aliases))} |" for t in TERMS]
     return ("# Glossary\n\nThe terms the workbook uses: the English term, the Traditional Chinese "
             "term as Taiwanese engineers write it, the picture the seed articles draw of it "
             "(000_7ca7d4cd839f7038.txt: 窗口, 桌面, 已讀筆記, 每輪換桌名單; "
-            "001_027e2139b87c0d3a.txt: the policies and the bus), and what it is in llama.cpp. "
+            "001_027e2139b87c0d3a.txt: the policies and the bus), and what it is in llama.cpp, "
+            "each in English and in Chinese. "
             "`labkit.glossary.words` gives every name in a row, in either language, to the "
-            "exercise checks. "
-            "Generated from `labkit/glossary.py`.\n\n" + "\n".join(rows) + "\n")
+            "exercise checks; `labkit.glossary.lookup` finds a row by any of them. "
+            "Generated from `labkit/glossary.py`.\n\n"
+            "本表列出工作簿用到的術語：英文、台灣工程師慣用的繁體中文術語、種子文章裡的比喻，以及它在 "
+            "llama.cpp 裡的意思。\n\n" + "\n".join(rows) + "\n")
 
 
-def table():
-    """The glossary as a pandas DataFrame (what a notebook displays)."""
+def table(lang: str | None = None):
+    """The glossary as a pandas DataFrame (what a notebook displays), its pictures and
+    meanings in the language in use (or ``lang``)."""
     import pandas as pd
+
+    from .runenv import lang as language
+    lang = lang or language()
+    if lang == "zh-TW":
+        return pd.DataFrame([{"english": t.english, "中文": t.chinese, "比喻": t.metaphor,
+                              "餐廳裡": t.restaurant_in(lang), "工程師的意思": t.engineer_in(lang)}
+                             for t in TERMS])
     return pd.DataFrame([{"english": t.english, "中文": t.chinese, "比喻": t.metaphor,
                           "restaurant": t.restaurant, "engineer": t.engineer} for t in TERMS])

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,26 @@ def test_words_feed_the_exercise_choice():
 def test_table_has_one_row_per_term():
     t = glossary.table()
     assert len(t) == len(glossary.TERMS) and {"english", "中文", "比喻"} <= set(t.columns)
+
+
+def test_every_term_has_its_picture_and_meaning_in_chinese():
+    assert set(glossary.IN_CHINESE) == {t.english for t in glossary.TERMS}
+    for t in glossary.TERMS:
+        for text in (t.restaurant_in("zh-TW"), t.engineer_in("zh-TW")):
+            assert re.search(r"[\u4e00-\u9fff]", text), (t.english, text)
+            assert not glossary.avoided(text), (t.english, glossary.avoided(text))
+
+
+def test_the_table_speaks_the_notebooks_language(monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    zh = glossary.table()
+    assert list(zh.columns) == ["english", "中文", "比喻", "餐廳裡", "工程師的意思"]
+    assert zh.set_index("english").loc["slot", "餐廳裡"] == "一張桌子"
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    assert glossary.table().set_index("english").loc["slot", "restaurant"] == "a table"
+
+
+def test_avoided_words_are_found_but_not_inside_the_right_word():
+    assert glossary.avoided("先到先服務和短作業優先") == {"先到先服務": "先來先服務",
+                                                     "短作業優先": "最短作業優先"}
+    assert glossary.avoided("最短作業優先、先來先服務、公平分享") == {}
