@@ -164,7 +164,8 @@ def untranslated(chinese) -> list[str]:
     for i, cell in enumerate(chinese.cells):
         if cell.cell_type != "markdown":
             continue
-        first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
+        lines = [l for l in cell.source.splitlines() if l.strip() and l.strip() != TRANSLATE_MARK]
+        first = lines[0][:60] if lines else ""
         if TRANSLATE_MARK in cell.source:
             out.append(f"cell {i}: marked {TRANSLATE_MARK}: {first}")
         elif not CJK.search(cell.source):
@@ -203,10 +204,13 @@ def sync(root: Path = ROOT, names: list[str] | None = None) -> list[Path]:
     return changed
 
 
-def report(root: Path = ROOT) -> dict[str, list[str]]:
-    """For each notebook: how its two editions differ and what is left to translate."""
+def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[str]]:
+    """For each notebook (or those named): how its two editions differ and what is left to
+    translate."""
     out = {}
     for en_path in english_notebooks(root):
+        if names and not any(en_path.stem.startswith(n) for n in names):
+            continue
         zh_path = twin(en_path)
         if not zh_path.exists():
             out[en_path.name] = [f"no {TWIN_DIR} edition: run python -m labkit.editions sync"]
@@ -221,11 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["sync"]:
         for path in sync(names=argv[1:]):
             print(f"updated {path}")
-        argv = ["check"]
+        argv = ["check", *argv[1:]]
     if argv[:1] != ["check"]:
-        print("usage: python -m labkit.editions sync [NN ...] | check", file=sys.stderr)
+        print("usage: python -m labkit.editions sync [NN ...] | check [NN ...]", file=sys.stderr)
         return 2
-    problems = report()
+    problems = report(names=argv[1:])
     for name, lines in problems.items():
         for line in lines:
             print(f"{name}: {line}")

@@ -76,7 +76,7 @@ def test_sync_carries_a_code_change_and_keeps_the_prose():
     assert [c.source for c in zh2.cells][1:3] == ["兩個槽位共用快取。", "x = 2"]
     assert zh2.cells[-1].source == "結束。"
     assert editions.untranslated(zh2) == [f"cell 3: marked {editions.TRANSLATE_MARK}: "
-                                          f"{editions.TRANSLATE_MARK}"]
+                                          "A new paragraph."]
     zh2.cells[2].source = "x = 3"                                    # drift is caught
     assert any("code differs" in p for p in editions.differences(en, zh2))
 
