@@ -115,14 +115,15 @@ SKIP_IN_PROSE = [
     re.compile(r"https?://\S+"),               # bare addresses
     re.compile(r"\$[^$]*\$"),                  # formulas
     re.compile(r"<[^>]+>"),                    # HTML tags
+    re.compile(r"(?<![*\w])\*(?!\*)[^*\n]+\*(?!\*)"),  # *a title in italics* (a paper's)
 ]
 # Five English words in a row, outside code, formulas and links: a sentence left untranslated.
 ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){4,}")
 
 
 def english_runs(markdown: str) -> list[str]:
-    """Runs of five or more English words in a Chinese cell's prose, outside code, formulas
-    and links; lines with a web address (a reference's title) are left out."""
+    """Runs of five or more English words in a Chinese cell's prose, outside code, formulas,
+    links and titles in italics; lines with a web address (a reference) are left out."""
     text = "\n".join(line for line in markdown.splitlines()
                      if "http://" not in line and "https://" not in line)
     for pattern in SKIP_IN_PROSE:

@@ -86,6 +86,9 @@ def test_english_left_in_chinese_prose_is_found():
         == ["this sentence was never translated"]
     assert editions.english_runs("用 `llama-server --parallel 4 --ctx-size 8192` 啟動") == []
     assert editions.english_runs("- Yu et al., Orca (OSDI 2022), https://www.usenix.org/x") == []
+    assert editions.english_runs("- Kwon 等：*Efficient Memory Management for LLM Serving*，SOSP") == []
+    assert editions.english_runs("**這樣讀** and this is not a title at all") \
+        == ["and this is not a title at all"]
 
 
 def test_language_line_is_the_one_difference_allowed():
