@@ -142,9 +142,14 @@ def plot(merged: pd.DataFrame, metric: str = "output_tok_s", ax=None):
             if c in sub.index and sub.loc[c, "verdict"] != "pass":
                 b.set_hatch("//")
                 b.set_edgecolor("k")
+    from .fonts import label as _L
+    from .i18n import HEADINGS
+    name = metric.replace("_", " ")
+    name_zh = HEADINGS.get(metric, name)
     ax.set_xticks(x, configs, rotation=20, ha="right")
-    ax.set_ylabel(metric.replace("_", " "))
-    ax.set_title(f"{metric.replace('_', ' ')} by configuration (hatched: failed a gate)")
+    ax.set_ylabel(_L(name, name_zh))
+    ax.set_title(_L(f"{name} by configuration (hatched: failed a gate)",
+                    f"各配置的{name_zh}（斜線：有一關沒過）"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
     return ax

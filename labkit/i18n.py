@@ -176,6 +176,34 @@ HEADINGS: dict[str, str] = {
     "ttft_p90_s": "首字等待 p90 (s)", "latency_s": "延遲 (s)", "tok_per_s": "tok/s",
     "aggregate_tok_s": "總吞吐 (tok/s)", "per_request_tok_s": "每請求 tok/s",
     "correct": "正確", "fits": "放得下", "in_time": "準時", "right": "答對",
+    # the benchmark's worksheet (labkit.bench.worksheet) and its per-request rows
+    "server": "伺服器", "model_sha256": "模型 sha256", "kv_mode": "KV 模式",
+    "pool_n_ctx": "KV 池 n_ctx", "n_ctx_slot": "每槽位 n_ctx", "in_flight": "在途請求數",
+    "load": "負載", "workload": "工作負載", "cache_prompt": "提示快取", "round": "輪次",
+    "rounds": "輪數", "run_id": "執行 id", "wall_s": "總耗時 (s)", "output_tok_s": "輸出 tok/s",
+    "ttft_max_s": "首字等待最大值 (s)", "completion_p50_s": "完成時間 p50 (s)",
+    "completion_max_s": "完成時間最大值 (s)", "completion_s": "完成時間 (s)", "errors": "錯誤數",
+    "n_requests": "請求數", "sampled_peak_mib": "取樣峰值 (MiB)", "memory": "記憶體",
+    "output_tok_s_rounds": "各輪輸出 tok/s", "fits_context": "放得進上下文",
+    "ttft_ok": "首字等待達標", "all_correct": "全部答對", "verdict": "判定",
+    "doc_id": "文件 id", "error": "錯誤", "answer": "回答", "finish_reason": "結束原因",
+    # the simulator's summary (labkit.sim) and its per-request table
+    "label": "設定", "ok": "完成", "length": "達長度上限", "refused": "被拒絕", "failed": "失敗",
+    "preemptions": "搶占次數", "duration_s": "時長 (s)", "throughput_tok_s": "吞吐 (tok/s)",
+    "requests_per_s": "每秒請求數", "ttft_p50": "首字等待 p50 (s)", "ttft_p90": "首字等待 p90 (s)",
+    "ttft_p99": "首字等待 p99 (s)", "tpot_p50": "每 token 時間 p50 (s)",
+    "tpot_p90": "每 token 時間 p90 (s)", "e2e_mean": "端到端平均 (s)", "e2e_p50": "端到端 p50 (s)",
+    "e2e_p99": "端到端 p99 (s)", "queue_wait_mean": "平均排隊 (s)", "queue_wait_max": "最長排隊 (s)",
+    "starved": "餓死數", "goodput_req_s": "有效吞吐 (req/s)", "goodput_tok_s": "有效吞吐 (tok/s)",
+    "slo_attainment": "SLO 達成率", "steps": "步驟數", "mean_decode_batch": "平均解碼批次",
+    "slot_occupancy": "槽位占用率", "peak_queue": "佇列峰值", "peak_kv": "KV 峰值（格）",
+    "kv_capacity": "KV 容量（格）", "served": "已服務", "tokens": "token 數", "rate": "到達率 (req/s)",
+    "arrival": "到達時間 (s)", "ttft": "首字等待 (s)", "e2e": "端到端 (s)", "tpot": "每 token 時間 (s)",
+    "queue_wait": "排隊 (s)", "output_tokens": "輸出 token 數", "generated": "已生成 token 數",
+    "status": "狀態", "policy": "調度策略", "mode": "模式", "batching": "批次方式",
+    # the waste of each KV scheme (labkit.sim.waste)
+    "scheme": "方案", "reserved_unused": "已保留未使用", "free": "空閒", "waste": "浪費比例",
+    "mean_busy": "平均忙碌槽位", "cut short or refused": "截斷或拒絕",
 }
 
 

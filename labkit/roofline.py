@@ -610,29 +610,34 @@ def plot(df):
     the bandwidth-only line (B x bandwidth / weight bytes) and the arithmetic ceiling.
     Returns the figure."""
     import matplotlib.pyplot as plt
+
+    from .fonts import label as _L
     m, c = df.attrs["machine"], df.attrs["cost"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for axis, phase, title in ((left, "decode", "decode: all streams together"),
-                               (right, "prefill", "prefill: prompt tokens")):
+    for axis, phase, title in (
+            (left, "decode", _L("decode: all streams together", "解碼：所有串流合計")),
+            (right, "prefill", _L("prefill: prompt tokens", "預填：提示的 token"))):
         part = df[df["phase"] == phase].sort_values("batch")
         axis.plot(part["batch"], part["measured_tok_s"], "o-", color="#3a76c4", lw=2,
-                  label="measured")
+                  label=_L("measured", "實測"))
         axis.plot(part["batch"], part["predicted_tok_s"], "s--", color="#e6862a",
-                  label="roofline: max(memory, arithmetic)")
+                  label=_L("roofline: max(memory, arithmetic)", "屋頂線：max(記憶體, 運算)"))
         axis.plot(part["batch"], part["no_overlap_tok_s"], "^:", color="#4a9a5b",
-                  label="no overlap: memory + arithmetic")
+                  label=_L("no overlap: memory + arithmetic", "不重疊：記憶體 + 運算"))
         axis.set_xscale("log", base=2)
         axis.set_xticks(list(part["batch"]), [str(b) for b in part["batch"]])
-        axis.set_xlabel("batch (sequences in one step)")
+        axis.set_xlabel(_L("batch (sequences in one step)", "批次大小（一個步驟裡的序列數）"))
         axis.set_ylabel("tokens/s")
         axis.set_title(title, loc="left", fontsize=10)
     dec = df[df["phase"] == "decode"].sort_values("batch")
     b = dec["batch"].to_numpy()
     left.plot(b, b * m.bandwidth / c.weight_bytes, ":", color="#7f7f7f",
-              label="bandwidth only: B x bandwidth / weight bytes")
+              label=_L("bandwidth only: B x bandwidth / weight bytes",
+                       "只看頻寬：B × 頻寬 / 權重位元組"))
     if math.isfinite(m.flops):
         left.axhline(m.flops / c.flops_per_token, color="#b85450", lw=1,
-                     label="arithmetic ceiling: rate / (2 x parameters)")
+                     label=_L("arithmetic ceiling: rate / (2 x parameters)",
+                              "運算上限：算力 / (2 × 參數量)"))
     left.set_ylim(0, 1.6 * max(dec[["measured_tok_s", "predicted_tok_s"]].max()))
     right.set_ylim(0, None)
     for axis in (left, right):

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..fonts import label as _L
 from .worksheet import CONFIG_KEYS, run_summary
 
 PHASE_COLORS = {"client wait": "#d9d9d9", "server queue": "#f2c14e", "prefill": "#e6862a",
                 "generating": "#3a76c4"}
+PHASE_NAMES = {"client wait": "等待客戶端", "server queue": "在伺服器排隊",
+               "prefill": "預填", "generating": "生成中"}
 
 
 def _axes(ax, figsize=(7, 4)):
@@ -38,11 +41,12 @@ def throughput_vs_slots(rows: pd.DataFrame, ax=None):
         med = g.groupby("slots")["output_tok_s"].median().sort_index()
         line, = ax.plot(med.index, med.values, marker="o", label=f"{kv} ({wl}, {server})")
         ax.scatter(g["slots"], g["output_tok_s"], color=line.get_color(), alpha=0.35, s=14)
-    ax.set_xlabel("slots (and requests in flight)")
-    ax.set_ylabel("total output tok/s")
+    ax.set_xlabel(_L("slots (and requests in flight)", "槽位數（與在途請求數）"))
+    ax.set_ylabel(_L("total output tok/s", "總輸出 tok/s"))
     ax.set_xticks(sorted(runs["slots"].dropna().unique()))
     ax.set_ylim(bottom=0)
-    ax.set_title("Throughput vs slots (line: median of rounds; dots: each round)")
+    ax.set_title(_L("Throughput vs slots (line: median of rounds; dots: each round)",
+                    "吞吐與槽位數（線：各輪中位數；點：每一輪）"))
     ax.legend(fontsize=8)
     return ax
 
@@ -54,11 +58,13 @@ def ttft_per_request(rows: pd.DataFrame, ax=None, round_: int | None = 0):
     for run_id, g in data.groupby("run_id", sort=False):
         g = g.sort_values("send_s")
         ax.plot(range(1, len(g) + 1), g["ttft_s"], marker=".", label=_config_label(g.iloc[0]))
-    ax.set_xlabel("request (in the order sent)")
-    ax.set_ylabel("TTFT (s)")
+    ax.set_xlabel(_L("request (in the order sent)", "請求（依送出順序）"))
+    ax.set_ylabel(_L("TTFT (s)", "首字等待 TTFT (s)"))
     ax.set_ylim(bottom=0)
-    ax.set_title("Time to first visible token, per request" +
-                 ("" if round_ is None else f" (round {round_ + 1})"))
+    ax.set_title(_L("Time to first visible token, per request" +
+                    ("" if round_ is None else f" (round {round_ + 1})"),
+                    "每個請求的首字等待（第一個可見 token）" +
+                    ("" if round_ is None else f"（第 {round_ + 1} 輪）")))
     ax.legend(fontsize=8)
     return ax
 
@@ -89,14 +95,14 @@ def timeline(rows: pd.DataFrame, run_id: str | None = None, ax=None):
             start, width = r[name]
             if pd.notna(width) and width > 0:
                 ax.broken_barh([(start, width)], (y - 0.4, 0.8), color=color,
-                               label=name if y == 0 else None)
+                               label=_L(name, PHASE_NAMES[name]) if y == 0 else None)
     ax.set_yticks(range(len(ph)))
     ax.set_yticklabels(ph["doc_id"], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("seconds from the start of the run")
+    ax.set_xlabel(_L("seconds from the start of the run", "自這一輪開始起算的秒數"))
     ax.set_title(_config_label(g.iloc[0]), fontsize=9)
-    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=c, label=n)
-               for n, c in PHASE_COLORS.items()]
+    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(
+        color=c, label=_L(n, PHASE_NAMES[n])) for n, c in PHASE_COLORS.items()]
     ax.legend(handles=handles, fontsize=7, loc="lower right")
     return ax
 
@@ -106,7 +112,8 @@ def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=
     """The sampled memory of each run (MiB), from the sampler's start."""
     ax = _axes(ax)
     if memory is None or memory.empty:
-        ax.text(0.5, 0.5, "no memory samples", ha="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, _L("no memory samples", "沒有記憶體取樣"), ha="center",
+                transform=ax.transAxes)
         return ax
     if kind is None:
         present = set(memory["kind"])
@@ -119,9 +126,10 @@ def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=
     for run_id, g in m.groupby("run_id", sort=False):
         per_t = g.groupby("t_s")["bytes"].sum() / 2**20
         ax.plot(per_t.index, per_t.values, label=labels.get(run_id, run_id), lw=1)
-    ax.set_xlabel("seconds from the start of the run")
+    ax.set_xlabel(_L("seconds from the start of the run", "自這一輪開始起算的秒數"))
     ax.set_ylabel(f"{kind} (MiB)")
-    ax.set_title(f"Memory over time ({kind}, sampled every 0.2 s)")
+    ax.set_title(_L(f"Memory over time ({kind}, sampled every 0.2 s)",
+                    f"記憶體用量隨時間變化（{kind}，每 0.2 秒取樣）"))
     if m["run_id"].nunique() <= 12:
         ax.legend(fontsize=7)
     return ax

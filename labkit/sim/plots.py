@@ -16,7 +16,31 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..fonts import label as _L
+
 COLORS = {"prefill": "#e6862a", "decode": "#3a76c4", "idle": "#e8e8e8", "held": "#c9c9c9"}
+
+
+# What each bar colour means, in both languages (the legend).
+ACTION_NAMES = {"prefill": ("prefill", "預填"), "decode": ("decode", "解碼"),
+                "idle": ("idle", "閒置"), "held": ("idle (holding a request)", "閒置（占著請求）")}
+# Metric names on axes: the request columns and the summary's.
+METRIC_NAMES = {"ttft": "首字等待 TTFT", "e2e": "端到端延遲 e2e", "tpot": "每 token 時間 TPOT",
+                "queue_wait": "排隊等待", "throughput_tok_s": "吞吐 (tok/s)",
+                "goodput_tok_s": "有效吞吐 (tok/s)", "requests_per_s": "每秒請求數",
+                "rate": "到達率 (req/s)"}
+
+
+def _metric(name: str) -> str:
+    """A metric's (column's) name on an axis: English as the program writes it, or Chinese."""
+    from ..i18n import HEADINGS
+    english = name.replace("_", " ")
+    if name in METRIC_NAMES:
+        return _L(english, METRIC_NAMES[name])
+    for stem, zh in METRIC_NAMES.items():          # ttft_p99 -> 首字等待 TTFT p99
+        if name.startswith(stem + "_"):
+            return _L(english, f"{zh} {name[len(stem) + 1:]}")
+    return _L(english, HEADINGS.get(name, english))
 
 
 def _axes(ax, figsize=(9, 3.5)):
@@ -75,7 +99,7 @@ def gantt(data, ax=None, *, x: str = "time", steps: tuple | None = None,
             continue
         ax.barh(b["slot"], b["end"] - b["start"], left=b["start"], height=0.8,
                 color=COLORS[name], edgecolor="white", linewidth=0.3,
-                label={"held": "idle (holding a request)"}.get(name, name))
+                label=_L(*ACTION_NAMES[name]))
     work = bars[bars["action"] != "idle"]
     if labels is None:
         labels = work["request_id"].nunique() <= 60
@@ -86,9 +110,10 @@ def gantt(data, ax=None, *, x: str = "time", steps: tuple | None = None,
             if hi - lo > 0.015 * span:
                 ax.text((lo + hi) / 2, slot, rid, ha="center", va="center", fontsize=7, color="white")
     ax.set_yticks(range(n_slots))
-    ax.set_yticklabels([f"slot {i}" for i in range(n_slots)])
+    slot = _L("slot", "槽位")
+    ax.set_yticklabels([f"{slot} {i}" for i in range(n_slots)])
     ax.invert_yaxis()
-    ax.set_xlabel("time (s)" if x == "time" else "step")
+    ax.set_xlabel(_L("time (s)", "時間 (s)") if x == "time" else _L("step", "步驟"))
     ax.legend(loc="upper right", fontsize=7, ncol=4, frameon=False, bbox_to_anchor=(1, 1.15))
     if title:
         ax.set_title(title, loc="left")
@@ -116,8 +141,8 @@ def ttft_cdf(runs, ax=None, *, metric: str = "ttft", log: bool = False):
         v = np.sort(_series(run, metric).to_numpy())
         if len(v):
             ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=str(label))
-    ax.set_xlabel(f"{metric} (s)")
-    ax.set_ylabel("fraction of requests")
+    ax.set_xlabel(_L(f"{metric} (s)", f"{METRIC_NAMES.get(metric, metric)} (s)"))
+    ax.set_ylabel(_L("fraction of requests", "請求比例"))
     ax.set_ylim(0, 1.02)
     if log:
         ax.set_xscale("log")
@@ -141,8 +166,9 @@ def throughput_latency(sweep: pd.DataFrame, ax=None, *, x: str = "throughput_tok
             for _, row in g.iterrows():
                 ax.annotate(f"{row['rate']:g}/s", (row[x], row[y]), fontsize=6,
                             xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel(x.replace("_", " "))
-    ax.set_ylabel(y.replace("_", " ") + " (s)")
+    ax.set_xlabel(_metric(x))
+    ylabel = _metric(y)
+    ax.set_ylabel(ylabel if ylabel.endswith("(s)") else ylabel + " (s)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -156,7 +182,7 @@ def queue_and_kv(result, axes=None):
         _, axes = plt.subplots(2, 1, figsize=(9, 4.5), sharex=True)
     q = result.queue_depth()
     axes[0].step(q["t"], q["queue_depth"], where="post", color="#b04a3a")
-    axes[0].set_ylabel("queue depth")
+    axes[0].set_ylabel(_L("queue depth", "佇列深度"))
     kv = result.kv_use()
     st = result.steps
     # Break the line where the server sat idle (no steps, so nothing was measured).
@@ -165,10 +191,10 @@ def queue_and_kv(result, axes=None):
     axes[1].plot(kv["t"], used, color="#3a76c4", lw=1)
     cap = result.kv_capacity
     if np.isfinite(cap):
-        axes[1].axhline(cap, color="k", ls="--", lw=0.8, label=f"capacity {int(cap)}")
+        axes[1].axhline(cap, color="k", ls="--", lw=0.8, label=_L(f"capacity {int(cap)}", f"容量 {int(cap)}"))
         axes[1].legend(fontsize=8, loc="upper right")
-    axes[1].set_ylabel("KV cells used")
-    axes[1].set_xlabel("time (s)")
+    axes[1].set_ylabel(_L("KV cells used", "已用 KV 格數"))
+    axes[1].set_xlabel(_L("time (s)", "時間 (s)"))
     for a in axes:
         a.grid(alpha=0.3)
     return axes
@@ -182,7 +208,7 @@ def fit_check(fitted, trace: pd.DataFrame, ax=None):
     ax.scatter(y, p, s=6, alpha=0.5)
     lim = [0, max(y.max(), p.max()) * 1.05]
     ax.plot(lim, lim, "k--", lw=0.8)
-    ax.set_xlabel("measured step (ms)")
-    ax.set_ylabel("predicted step (ms)")
+    ax.set_xlabel(_L("measured step (ms)", "實測步驟時間 (ms)"))
+    ax.set_ylabel(_L("predicted step (ms)", "預測步驟時間 (ms)"))
     ax.set_title(f"R² = {fitted.r2:.3f}", loc="left")
     return ax

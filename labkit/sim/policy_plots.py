@@ -7,6 +7,7 @@ starves shows a line climbing through the limit for as long as the overload last
 
 from __future__ import annotations
 
+from ..fonts import label as _L
 from .experiments import LONG_TOKENS, STARVATION_BOUND_S, waits
 
 COLORS = ("#3a76c4", "#b04a3a", "#d08c2c", "#4a9a5a", "#7a5ab0", "#666666")
@@ -27,14 +28,15 @@ def long_waits(runs: dict, *, bound: float = STARVATION_BOUND_S, long_tokens: in
         admitted = ~w["still_waiting"]
         ax.plot(w["arrival"], w["wait"], "-", color=color, lw=1, alpha=0.7)
         ax.plot(w.loc[admitted, "arrival"], w.loc[admitted, "wait"], "o", color=color, ms=3,
-                label=f"{label} ({int(w['starved'].sum())} of {len(w)} starved)")
+                label=_L(f"{label} ({int(w['starved'].sum())} of {len(w)} starved)",
+                         f"{label}（{len(w)} 個中 {int(w['starved'].sum())} 個餓死）"))
         ax.plot(w.loc[~admitted, "arrival"], w.loc[~admitted, "wait"], "o", mfc="none",
                 color=color, ms=4)
     ax.axhline(bound, color="k", ls="--", lw=0.8)
-    ax.text(ax.get_xlim()[1], bound, f"starvation limit {bound:g} s ", ha="right", va="bottom",
-            fontsize=8)
-    ax.set_xlabel("arrival time of the long request (s)")
-    ax.set_ylabel("wait for a slot (s)")
+    ax.text(ax.get_xlim()[1], bound, _L(f"starvation limit {bound:g} s ", f"餓死門檻 {bound:g} s "),
+            ha="right", va="bottom", fontsize=8)
+    ax.set_xlabel(_L("arrival time of the long request (s)", "長請求的到達時間 (s)"))
+    ax.set_ylabel(_L("wait for a slot (s)", "等待槽位的時間 (s)"))
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
     return ax
