@@ -26,8 +26,20 @@ the KV cache types :mod:`labkit.kv` has bytes for, the models the calculator des
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from .fonts import label as _L
+from .i18n import pick
+
+# Names shown for the simulator's keys (the values stay the keys: "fifo", "static" ...).
+MODE_NAMES = {"static": "靜態批次", "dynamic": "動態批次", "continuous": "連續批次"}
+POLICY_NAMES = {"fifo": "先來先服務（FIFO）", "sjf": "最短作業優先（SJF）",
+                "priority": "優先級（priority）", "fair": "公平分享（fair share）"}
+MIX_NAMES = {"short": "短", "mixed": "長短混合", "long": "長"}
+RENT_BUY_NAMES = {"buy": "買下", "rent, always on": "租用，一直開著",
+                  "rent, busy hours only": "租用，只租忙碌時段",
+                  "always on": "一直開著的租用", "busy hours only": "只租忙碌時段"}
 
 # ---------------------------------------------------------------------------- the panel
 
@@ -42,6 +54,7 @@ class Control:
     step: float | None = None
     options: tuple = ()
     description: str = ""
+    labels: dict = field(default_factory=dict)   # option -> the name shown for it (choice)
 
 
 class Panel:
@@ -106,7 +119,8 @@ class Panel:
             x = w.FloatSlider(value=value, min=c.lo, max=c.hi, step=c.step or 0.1,
                               description=desc, continuous_update=False, style=style)
         elif c.kind == "choice":
-            x = w.Dropdown(options=list(c.options), value=value, description=desc, style=style)
+            shown = [(str(c.labels.get(o, o)), o) for o in c.options]
+            x = w.Dropdown(options=shown, value=value, description=desc, style=style)
         elif c.kind == "bool":
             x = w.Checkbox(value=value, description=desc, style=style)
         else:
@@ -162,19 +176,23 @@ def gantt_panel(slots: int = 4, rate: float = 4.0, mix: str = "mixed", n: int = 
         for ax, (mode, run) in zip(axes, result.runs.items()):
             s = result.summary.loc[mode]
             gantt(run, ax=ax, labels=values["n"] <= 30,
-                  title=f"{mode}: {s['throughput_tok_s']:.0f} tok/s, "
-                        f"TTFT p90 {s['ttft_p90']:.2f} s, mean e2e {s['e2e_mean']:.2f} s")
+                  title=_L(f"{mode}: {s['throughput_tok_s']:.0f} tok/s, "
+                           f"TTFT p90 {s['ttft_p90']:.2f} s, mean e2e {s['e2e_mean']:.2f} s",
+                           f"{MODE_NAMES.get(mode, mode)}：{s['throughput_tok_s']:.0f} tok/s，"
+                           f"首字等待 p90 {s['ttft_p90']:.2f} s，平均端到端 {s['e2e_mean']:.2f} s"))
             ax.set_xlabel("")
-        axes[-1].set_xlabel("time (s)")
+        axes[-1].set_xlabel(_L("time (s)", "時間 (s)"))
 
     controls = {
-        "slots": Control("int", 1, 8, description="slots (tables)"),
-        "rate": Control("float", 0.5, 20.0, 0.5, description="arrivals / s"),
-        "mix": Control("choice", options=tuple(experiments.MIXES), description="answer lengths"),
-        "n": Control("int", 4, 60, description="guests"),
+        "slots": Control("int", 1, 8, description=pick("slots (tables)", "槽位（桌）")),
+        "rate": Control("float", 0.5, 20.0, 0.5, description=pick("arrivals / s", "每秒到達")),
+        "mix": Control("choice", options=tuple(experiments.MIXES),
+                       description=pick("answer lengths", "回答長度"),
+                       labels=pick({}, MIX_NAMES)),
+        "n": Control("int", 4, 60, description=pick("guests", "客人數")),
     }
     return Panel(compute, controls, dict(slots=slots, rate=rate, mix=mix, n=n, seed=seed), draw,
-                 title="Same guests, three ways of batching")
+                 title=pick("Same guests, three ways of batching", "同一批客人，三種批次方式"))
 
 
 # ---------------------------------------------------------------------------- notebook 03
@@ -198,19 +216,25 @@ def capacity_panel(gpu_gib: float = 24.0, model: str = "llama-3.1-8b-q4", n_ctx:
         fig.set_size_inches(10, 2.2)
 
     controls = {
-        "gpu_gib": Control("float", 4, 192, 4, description="GPU GiB"),
-        "model": Control("choice", options=tuple(capacity.MODELS), description="model"),
+        "gpu_gib": Control("float", 4, 192, 4, description=pick("GPU GiB", "GPU 記憶體 GiB")),
+        "model": Control("choice", options=tuple(capacity.MODELS),
+                         description=pick("model", "模型")),
         "n_ctx": Control("int", 1024, 131072, 1024, description="-c"),
         "slots": Control("int", 1, 32, description="-np"),
-        "kv_type": Control("choice", options=tuple(kv.BYTES_PER_VALUE), description="KV type"),
-        "kv_unified": Control("bool", description="unified KV"),
-        "tokens_per_conversation": Control("int", 256, 131072, 256, description="tokens/conversation"),
-        "overhead_gib": Control("float", 0, 8, 0.25, description="overhead GiB"),
+        "kv_type": Control("choice", options=tuple(kv.BYTES_PER_VALUE),
+                           description=pick("KV type", "KV 型別")),
+        "kv_unified": Control("bool", description=pick("unified KV", "統一 KV")),
+        "tokens_per_conversation": Control("int", 256, 131072, 256,
+                                           description=pick("tokens/conversation",
+                                                            "每段對話 token 數")),
+        "overhead_gib": Control("float", 0, 8, 0.25,
+                                description=pick("overhead GiB", "額外開銷 GiB")),
     }
     values = dict(gpu_gib=gpu_gib, model=model, n_ctx=n_ctx, slots=slots, kv_type=kv_type,
                   kv_unified=kv_unified, tokens_per_conversation=tokens_per_conversation,
                   overhead_gib=overhead_gib)
-    return Panel(compute, controls, values, draw, title="How many conversations fit?")
+    return Panel(compute, controls, values, draw,
+                 title=pick("How many conversations fit?", "放得下幾段對話？"))
 
 
 # ---------------------------------------------------------------------------- notebook 04
@@ -233,11 +257,11 @@ def slots_panel(n_ctx: int = 16384, slots: int = 4, kv_unified: bool = False,
     controls = {
         "n_ctx": Control("int", 256, 65536, 256, description="-c"),
         "slots": Control("int", 1, 16, description="-np"),
-        "kv_unified": Control("bool", description="unified KV"),
+        "kv_unified": Control("bool", description=pick("unified KV", "統一 KV")),
     }
     return Panel(compute, controls, dict(n_ctx=n_ctx, slots=slots, kv_unified=kv_unified,
                                          n_ctx_train=n_ctx_train, per_slot=per_slot), draw,
-                 title="How llama.cpp shares the table top")
+                 title=pick("How llama.cpp shares the table top", "llama.cpp 怎麼分配桌面"))
 
 
 # ---------------------------------------------------------------------------- notebook 07: load
@@ -257,17 +281,23 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
         s = result["summary"]
         axes = fig.subplots(2, 1, sharex=True)
         splots.queue_and_kv(result["run"], axes=axes)
-        axes[0].set_title(f"{values['rate']:g} req/s, {values['slots']} slots, {values['policy']}: "
-                          f"{s['throughput_tok_s']:.0f} tok/s, TTFT p50 {s['ttft_p50']:.2f} s, "
-                          f"per-stream {1 / s['tpot_p50']:.0f} tok/s, peak queue {s['peak_queue']}")
+        axes[0].set_title(_L(
+            f"{values['rate']:g} req/s, {values['slots']} slots, {values['policy']}: "
+            f"{s['throughput_tok_s']:.0f} tok/s, TTFT p50 {s['ttft_p50']:.2f} s, "
+            f"per-stream {1 / s['tpot_p50']:.0f} tok/s, peak queue {s['peak_queue']}",
+            f"{values['rate']:g} req/s，{values['slots']} 個槽位，"
+            f"{POLICY_NAMES.get(values['policy'], values['policy'])}："
+            f"{s['throughput_tok_s']:.0f} tok/s，首字等待 p50 {s['ttft_p50']:.2f} s，"
+            f"每條串流 {1 / s['tpot_p50']:.0f} tok/s，佇列峰值 {s['peak_queue']}"))
 
     return Panel(compute, {
-        "rate": Control("float", 0.25, 6.0, 0.25, description="requests/s"),
-        "slots": Control("int", 1, 16, 1, description="slots (-np)"),
-        "policy": Control("choice", options=tuple(POLICIES), description="policy"),
-        "long_share": Control("float", 0.0, 1.0, 0.1, description="long answers"),
+        "rate": Control("float", 0.25, 6.0, 0.25, description=pick("requests/s", "每秒請求數")),
+        "slots": Control("int", 1, 16, 1, description=pick("slots (-np)", "槽位 (-np)")),
+        "policy": Control("choice", options=tuple(POLICIES),
+                          description=pick("policy", "調度策略"), labels=pick({}, POLICY_NAMES)),
+        "long_share": Control("float", 0.0, 1.0, 0.1, description=pick("long answers", "長回答比例")),
     }, {"rate": rate, "slots": slots, "policy": policy, "long_share": long_share}, draw,
-        title="Load: queue depth and KV use")
+        title=pick("Load: queue depth and KV use", "負載：佇列深度與 KV 用量"))
 
 
 # ---------------------------------------------------------------------------- notebook 05: the gates
@@ -291,13 +321,15 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
         labels = [f"{r.workload} {r.kv_mode} np{r.slots}" for r in ws.itertuples()]
         colors = ["#3a9a5b" if v == "pass" else "#b04a3a" for v in ws["verdict"]]
         ax.barh(labels, ws["ttft_max_s"].fillna(0), color=colors)
-        ax.axvline(values["ttft_threshold_s"], color="k", ls="--", lw=0.8, label="your threshold")
-        ax.set_xlabel("slowest first token (s); green: all three gates pass")
+        ax.axvline(values["ttft_threshold_s"], color="k", ls="--", lw=0.8,
+                   label=_L("your threshold", "你的門檻"))
+        ax.set_xlabel(_L("slowest first token (s); green: all three gates pass",
+                         "最慢的首字等待 (s)；綠色：三關都過"))
         ax.legend(fontsize=8)
 
-    return Panel(compute, {"ttft_threshold_s": Control("float", 0.1, round(hi, 1), 0.1,
-                                                       description="TTFT limit s")},
-                 {"ttft_threshold_s": ttft_threshold_s}, draw, title="The three gates")
+    return Panel(compute, {"ttft_threshold_s": Control(
+        "float", 0.1, round(hi, 1), 0.1, description=pick("TTFT limit s", "首字等待上限 s"))},
+        {"ttft_threshold_s": ttft_threshold_s}, draw, title=pick("The three gates", "三關"))
 
 
 # ---------------------------------------------------------------------------- notebook 08: rent or buy
@@ -320,28 +352,39 @@ def rent_buy_panel(buy_price: float, rent_per_hour: float, busy_hours_per_day: f
         ax = fig.subplots()
         r["table"].plot(ax=ax, style=["-", "--", ":"])
         even = r["break_even_months"]
-        ax.set_title("buying breaks even: " + "; ".join(
+        english = "buying breaks even: " + "; ".join(
             f"vs {k} {'after %.1f months' % v if v is not None else 'never'}"
-            for k, v in even.items()), fontsize=9)
-        ax.set_xlabel("month"); ax.set_ylabel("cumulative cost (USD, or your currency)")
+            for k, v in even.items())
+        chinese = "買下來何時回本：" + "；".join(
+            f"對比{RENT_BUY_NAMES.get(k, k)} "
+            f"{'%.1f 個月後' % v if v is not None else '永遠不會'}" for k, v in even.items())
+        ax.set_title(_L(english, chinese), fontsize=9)
+        names = [_L(str(c), RENT_BUY_NAMES.get(str(c), str(c))) for c in r["table"].columns]
+        if names != [str(c) for c in r["table"].columns]:
+            ax.legend(names)
+        ax.set_xlabel(_L("month", "月")); ax.set_ylabel(_L("cumulative cost (USD, or your currency)",
+                                                          "累計成本（USD 或你的幣別）"))
         ax.grid(alpha=0.3)
 
     hi_price = max(1.0, buy_price * 4)
     hi_rent = max(1.0, rent_per_hour * 4)
     serverless = rent_per_hour if serverless_per_hour is None else serverless_per_hour
     return Panel(compute, {
-        "buy_price": Control("float", 0.0, hi_price, hi_price / 200, description="buy price"),
-        "rent_per_hour": Control("float", 0.0, hi_rent, 0.01, description="rent/hour"),
+        "buy_price": Control("float", 0.0, hi_price, hi_price / 200,
+                             description=pick("buy price", "購買價格")),
+        "rent_per_hour": Control("float", 0.0, hi_rent, 0.01,
+                                 description=pick("rent/hour", "租用每小時")),
         "serverless_per_hour": Control("float", 0.0, max(hi_rent, serverless * 4), 0.01,
-                                       description="serverless/h"),
-        "busy_hours_per_day": Control("float", 0.0, 24.0, 0.25, description="busy h/day"),
-        "power_w": Control("float", 0.0, 1000.0, 10.0, description="power W"),
-        "kwh_price": Control("float", 0.0, 1.0, 0.01, description="per kWh"),
-        "months": Control("int", 1, 120, 1, description="months"),
+                                       description=pick("serverless/h", "無伺服器每小時")),
+        "busy_hours_per_day": Control("float", 0.0, 24.0, 0.25,
+                                      description=pick("busy h/day", "每日忙碌時數")),
+        "power_w": Control("float", 0.0, 1000.0, 10.0, description=pick("power W", "功耗 W")),
+        "kwh_price": Control("float", 0.0, 1.0, 0.01, description=pick("per kWh", "每度電 kWh")),
+        "months": Control("int", 1, 120, 1, description=pick("months", "月數")),
     }, {"buy_price": buy_price, "rent_per_hour": rent_per_hour,
         "serverless_per_hour": serverless, "busy_hours_per_day": busy_hours_per_day,
         "power_w": power_w, "kwh_price": kwh_price, "months": months},
-        draw, title="Rent or buy")
+        draw, title=pick("Rent or buy", "租還是買"))
 
 
 # ---------------------------------------------------------------------------- classroom
@@ -362,5 +405,8 @@ def classroom_panel(merged, metric: str = "output_tok_s") -> Panel:
     def draw(fig, table, values):
         classroom.plot(merged, values["metric"], ax=fig.subplots())
 
-    return Panel(compute, {"metric": Control("choice", options=metrics, description="column")},
-                 {"metric": metric}, draw, title="Classroom comparison")
+    from .i18n import HEADINGS
+    return Panel(compute, {"metric": Control(
+        "choice", options=metrics, description=pick("column", "欄位"),
+        labels=pick({}, {m: f"{HEADINGS.get(m, m)}（{m}）" for m in metrics}))},
+        {"metric": metric}, draw, title=pick("Classroom comparison", "全班比較"))
