@@ -3,53 +3,69 @@ instance that is always up, a day's plot, a chat's KV memory, and rent or buy fo
 
 from __future__ import annotations
 
+from ..i18n import Both, pick
 from . import as_number, choice, exercise, open_question
 
 
-@exercise("8.1", "Predicted 10 s, measured 12 s: (predicted - measured) / measured?")
+@exercise("8.1", Both("Predicted 10 s, measured 12 s: (predicted - measured) / measured?",
+                      "預測 10 秒、實測 12 秒：(預測 - 實測) / 實測 是多少？"))
 def _error(answer):
     v = as_number(answer)
     want = (10 - 12) / 12
     if abs(v - want) < 0.005:
         return True, ""
     if abs(v + want) < 0.005:
-        return False, "check the sign: was the prediction above or below what was measured?"
+        return False, pick("check the sign: was the prediction above or below what was measured?",
+                           "檢查正負號：預測比實測高還是低？")
     if abs(v - (10 - 12) / 10) < 0.005:
-        return False, "the error is relative to what really happened, not to the prediction"
+        return False, pick("the error is relative to what really happened, not to the prediction",
+                           "誤差是相對於實際發生的情況，不是相對於預測")
     if abs(abs(v) - 16.67) < 0.1:
-        return False, "as a fraction, not a percentage"
-    return False, "subtract first, then divide by one of the two times: which one is the reference?"
+        return False, pick("as a fraction, not a percentage", "請用比例表示，不是百分比")
+    return False, pick("subtract first, then divide by one of the two times: which one is the "
+                       "reference?", "先相減，再除以兩個時間中的一個：哪一個才是基準？")
 
 
-@exercise("8.2", "a = 0.01, b = 0, c = 0.002 per decoding sequence, d = 0: one step with 8 sequences?")
+@exercise("8.2", Both("a = 0.01, b = 0, c = 0.002 per decoding sequence, d = 0: one step with 8 "
+                      "sequences?",
+                      "a = 0.01、b = 0、每個解碼中的序列 c = 0.002、d = 0：有 8 個序列的一步要幾秒？"))
 def _step(answer):
     v = as_number(answer)
     if abs(v - (0.01 + 8 * 0.002)) < 1e-6:
         return True, ""
     if abs(v - 8 * 0.002) < 1e-6:
-        return False, "every step also pays the fixed cost a"
+        return False, pick("every step also pays the fixed cost a", "每一步也都要付固定成本 a")
     if abs(v - 8 * 0.012) < 1e-6:
-        return False, "a is paid once per step, not once per sequence"
-    return False, "the step cost is a sum of four terms; only two of them are non-zero here"
+        return False, pick("a is paid once per step, not once per sequence",
+                           "a 是每一步付一次，不是每個序列付一次")
+    return False, pick("the step cost is a sum of four terms; only two of them are non-zero here",
+                       "每一步的成本是四項的和；這裡只有兩項不是零")
 
 
 BUY, POWER, RENT, BUSY_H, DAYS = 600, 10, 1.0, 4, 30
 
 
-@exercise("8.3", "Buy 600 + 10/month of power; rent an instance at 1.0/h, up 24 h x 30 days, "
-                 "busy 4 h a day: break-even after how many months?")
+@exercise("8.3", Both("Buy 600 + 10/month of power; rent an instance at 1.0/h, up 24 h x 30 days, "
+                      "busy 4 h a day: break-even after how many months?",
+                      "買卡 600，加上每月電費 10；租執行個體每小時 1.0，開著 24 小時 x 30 天，"
+                      "每天忙 4 小時：幾個月後回本？"))
 def _break_even(answer):
     v = as_number(answer)
     if abs(v - BUY / (24 * DAYS * RENT - POWER)) < 0.005:
         return True, ""
     if abs(v - BUY / (24 * DAYS * RENT)) < 0.005:
-        return False, "owning is not free once bought: the card's power bill is paid every month"
+        return False, pick("owning is not free once bought: the card's power bill is paid every "
+                           "month", "買了之後也不是免費的：每個月都要付這張卡的電費")
     if abs(v - BUY / (BUSY_H * DAYS * RENT - POWER)) < 0.01 or abs(v - BUY / (BUSY_H * DAYS * RENT)) < 0.01:
-        return False, ("that is the serverless price: a rented instance bills every hour it is up, "
-                       "not only the hours it generates")
+        return False, pick("that is the serverless price: a rented instance bills every hour it is "
+                           "up, not only the hours it generates",
+                           "那是無伺服器的價格：租來的執行個體開著的每一小時都計費，"
+                           "不只是它在生成的時數")
     if abs(v - BUY / (24 * RENT - POWER / DAYS)) < 0.5 or abs(v - BUY / (24 * RENT)) < 0.5:
-        return False, "that is in days; the question asks for months"
-    return False, "find what renting costs in a month, then what owning saves each month"
+        return False, pick("that is in days; the question asks for months",
+                           "那是以天為單位；題目問的是月")
+    return False, pick("find what renting costs in a month, then what owning saves each month",
+                       "先算出租一個月要多少錢，再算自己擁有每個月省下多少")
 
 
 DAY_SHAPES = {
@@ -59,19 +75,24 @@ DAY_SHAPES = {
 }
 
 
-@exercise("8.4", "TTFT and queue depth climb all afternoon and never drain: bursts or capacity? "
-                 "(容量不足 or 爆發)")
+@exercise("8.4", Both("TTFT and queue depth climb all afternoon and never drain: bursts or "
+                      "capacity? (容量不足 or 爆發)",
+                      "首字等待和佇列深度整個下午一路往上爬、一直消退不下來：是爆發還是容量不足？"))
 def _day(answer):
     if choice(answer, DAY_SHAPES) == "capacity":
         return True, ""
-    return False, "a burst the queue absorbs leaves a saw-tooth that drains; what does a climb that never drains say?"
+    return False, pick("a burst the queue absorbs leaves a saw-tooth that drains; what does a "
+                       "climb that never drains say?",
+                       "佇列吸收得了的爆發，會留下會消退的鋸齒；一路往上爬、消退不下來，說明了什麼？")
 
 
 SEED_8B_KV = 2 * 32 * 8 * 128 * 2        # bytes per token, the seed's 8B example
 
 
-@exercise("8.5", "16 conversations of 2,048 tokens each on the seed's 8B model (131,072 B of KV "
-                 "per token): how many GiB of KV?")
+@exercise("8.5", Both("16 conversations of 2,048 tokens each on the seed's 8B model (131,072 B of "
+                      "KV per token): how many GiB of KV?",
+                      "在種子文章的 8B 模型上（每個 token 131,072 B 的 KV），16 段各 2,048 個 token "
+                      "的對話：合計多少 GiB 的 KV？"))
 def _chat_kv(answer):
     if isinstance(answer, str):
         answer = answer.strip().removesuffix("GiB").removesuffix("gib").removesuffix("GB")
@@ -80,34 +101,51 @@ def _chat_kv(answer):
     if abs(v - want) < 0.01 * want:
         return True, ""
     if abs(v - 16 * 2048 * SEED_8B_KV / 1e9) < 0.01:
-        return False, "in GiB (2**30 bytes), not GB"
+        return False, pick("in GiB (2**30 bytes), not GB", "單位是 GiB（2**30 位元組），不是 GB")
     if abs(v - 2048 * SEED_8B_KV / 2**30) < 0.01:
-        return False, "that is one conversation; every conversation generating at once holds its own"
+        return False, pick("that is one conversation; every conversation generating at once holds "
+                           "its own", "那是一段對話的量；同時在生成的每段對話都各自保有一份")
     if abs(v - 16 * 2048 * SEED_8B_KV / 2 / 2**30) < 0.01:
-        return False, "131,072 B per token already counts both K and V"
-    return False, "how many tokens are held in all, and how many bytes does each one take?"
+        return False, pick("131,072 B per token already counts both K and V",
+                           "每個 token 131,072 B 已經把 K 和 V 都算進去了")
+    return False, pick("how many tokens are held in all, and how many bytes does each one take?",
+                       "總共保有多少個 token？每個 token 又佔多少位元組？")
 
 
 open_question(
     "8.6",
-    "Rent or buy for your team? Use your own numbers: the busy hours a day from your simulated "
-    "(or measured) day, your quotes for a card and an hourly rent, and the break-even months "
-    "against an always-on instance and against paying only the busy hours. Say which you choose "
-    "and which non-price factor of the seed would change your mind.",
-    model_answer=(
+    Both("Rent or buy for your team? Use your own numbers: the busy hours a day from your simulated "
+         "(or measured) day, your quotes for a card and an hourly rent, and the break-even months "
+         "against an always-on instance and against paying only the busy hours. Say which you "
+         "choose and which non-price factor of the seed would change your mind.",
+         "你的團隊該租還是買？用你自己的數字：模擬（或實測）的一天裡每天忙碌的時數、你拿到的顯示卡"
+         "與每小時租金報價，以及對一直開著的執行個體、對只付忙碌時數各自的回本月數。說出你的選擇，"
+         "以及種子文章裡哪個價格以外的因素會讓你改變主意。"),
+    model_answer=Both(
         "My simulated day kept the server busy about 6 hours; at the seed's $1 an hour that is "
         "$180 a month serverless, against $720 for an instance left up 24 hours. A $600 used "
         "24 GB card with about $10 of power a month breaks even after under a month against the "
         "always-on instance and after about 3.5 months against serverless. We generate every "
         "working day and our documents must stay in the building (privacy), so we buy; we would "
         "rent instead if our demand came in bursts or we needed an 80 GB-class model that no "
-        "consumer card holds."),
+        "consumer card holds.",
+        "我模擬的一天讓伺服器忙了約 6 小時；以種子文章每小時 $1 計，無伺服器每月 $180，而一台 24 小時"
+        "開著的執行個體每月 $720。一張 $600 的二手 24 GB 卡、每月約 $10 電費，對一直開著的執行個體"
+        "不到一個月就回本，對無伺服器約 3.5 個月回本。我們每個工作天都在生成，文件也必須留在公司內"
+        "（隱私），所以選擇買；如果需求是一陣一陣的爆發，或需要消費級顯示卡放不下的 80 GB 等級模型，"
+        "我們就會改用租的。"),
     rubric=[
-        "quotes the busy hours a day and where they came from (the simulated day, or a real week measured)",
-        "compares buying with both kinds of renting and says an instance bills every hour it is up",
-        "gives the break-even months (or 'never') for the prices used, and where the prices came from",
-        "names at least one non-price factor from the seed (privacy, latency, rate limits, bursty "
-        "demand, 80 GB-class models) and says how it weighs",
-        "decides, and says which measurement would change the decision",
+        Both("quotes the busy hours a day and where they came from (the simulated day, or a real "
+             "week measured)", "引用每天忙碌的時數和它的來源（模擬的一天，或實測的一週）"),
+        Both("compares buying with both kinds of renting and says an instance bills every hour it "
+             "is up", "把買和兩種租法都比較過，並指出執行個體開著的每一小時都計費"),
+        Both("gives the break-even months (or 'never') for the prices used, and where the prices "
+             "came from", "給出所用價格下的回本月數（或「永遠不會」），以及價格的出處"),
+        Both("names at least one non-price factor from the seed (privacy, latency, rate limits, "
+             "bursty demand, 80 GB-class models) and says how it weighs",
+             "至少舉出一個種子文章裡價格以外的因素（隱私、延遲、速率限制、突發的需求、80 GB 等級的"
+             "模型），並說明它有多重要"),
+        Both("decides, and says which measurement would change the decision",
+             "做出決定，並說明哪個測量結果會改變這個決定"),
     ],
     min_words=30, needs_number=True)
