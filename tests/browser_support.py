@@ -137,7 +137,8 @@ class JupyterLab:
     def url(self, notebook: str) -> str:
         """The notebook in a workspace of its own, so that no earlier notebook reopens (and
         starts a kernel) beside it."""
-        return f"{self.base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?token={self.token}"
+        workspace = Path(notebook).with_suffix("").as_posix().replace("/", "-")   # one per edition
+        return f"{self.base}/lab/workspaces/{workspace}/tree/{notebook}?token={self.token}"
 
     def descendants(self) -> list[psutil.Process]:
         try:

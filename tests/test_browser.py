@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EDITIONS = NOTEBOOKS + sorted((ROOT / "notebooks" / "zh-TW").glob("*.ipynb"))   # both languages
 SCREENSHOTS = ROOT / "results" / "browser"
 # Quick mode takes seconds to minutes per notebook; a loaded 2-core machine is much slower.
 NOTEBOOK_TIMEOUT_S = 15 * 60
@@ -33,8 +34,9 @@ def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
     root = base / "notebooks"
     root.mkdir()
-    for path in NOTEBOOKS:
-        shutil.copy(path, root / path.name)
+    (root / "zh-TW").mkdir()
+    for path in EDITIONS:
+        shutil.copy(path, root / path.relative_to(ROOT / "notebooks"))
     with JupyterLab(root, results=base / "results", home=base / "home") as server:
         yield server
 
@@ -61,9 +63,15 @@ def notebook_page(lab, browser):
         lab.shut_down_kernels()
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def _name(path):
+    """The notebook's path inside the lab's folder: 05_slots_live.ipynb, zh-TW/05_slots_live.ipynb."""
+    return path.relative_to(ROOT / "notebooks").as_posix()
+
+
+@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: _name(p).removesuffix(".ipynb"))
 def test_notebook_runs_in_jupyterlab(path, lab, notebook_page, capsys):
-    nb = LabNotebook(notebook_page, lab, path.name)
+    name = _name(path)
+    nb = LabNotebook(notebook_page, lab, name)
     started = time.monotonic()
     outcome = "did not finish"
     try:
@@ -71,7 +79,7 @@ def test_notebook_runs_in_jupyterlab(path, lab, notebook_page, capsys):
         nb.run_all()
         nb.wait_until_done(NOTEBOOK_TIMEOUT_S)
         problems = nb.problems()
-        if path.stem == "01_restaurant" and not problems:
+        if name == "01_restaurant.ipynb" and not problems:
             before, after = nb.move_slider("Same guests, three ways of batching", "slots (tables)")
             if after == before:
                 problems.append("moving the batching panel's 'slots (tables)' slider left its "
@@ -80,11 +88,11 @@ def test_notebook_runs_in_jupyterlab(path, lab, notebook_page, capsys):
         outcome = "FAILED" if problems else "ok"
     finally:
         # Photographed whatever happened: a failure is easier to read in its picture.
-        shot = nb.screenshot(SCREENSHOTS / f"{path.stem}.png")
+        shot = nb.screenshot(SCREENSHOTS / f"{name.removesuffix('.ipynb').replace('/', '_')}.png")
         with capsys.disabled():
-            print(f"\n{path.name}: {outcome} after {time.monotonic() - started:.0f} s in "
+            print(f"\n{name}: {outcome} after {time.monotonic() - started:.0f} s in "
                   f"JupyterLab; screenshot {shot}")
-    assert not problems, f"{path.name} in JupyterLab:\n" + "\n".join(problems)
+    assert not problems, f"{name} in JupyterLab:\n" + "\n".join(problems)
 
 
 # What a learner would see go wrong, one cell each, after a warning that is not an error.

@@ -141,12 +141,14 @@ def _answer_source(name: str, answer) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("edition", ["", "zh-TW"], ids=["en", "zh-TW"])
 @pytest.mark.parametrize("nb_key", sorted(NOTEBOOKS))
-def test_solutions_pass_inside_the_notebook(nb_key, tmp_path):
+def test_solutions_pass_inside_the_notebook(nb_key, edition, tmp_path):
     """Run the notebook's setup and exercise cells in a real kernel with the worked answers in
-    place of the ``...``, then require every check in it to have said "correct"."""
+    place of the ``...``, then require every check in it to have said "correct", in either
+    edition (the Chinese one's language line makes the checks speak Chinese)."""
     from nbclient import NotebookClient
-    nb = nbformat.read(ROOT / "notebooks" / f"{NOTEBOOKS[nb_key]}.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / edition / f"{NOTEBOOKS[nb_key]}.ipynb", as_version=4)
     answers = solutions(nb_key)
     keep = []
     for cell in nb.cells:
