@@ -40,8 +40,8 @@ def llama_build() -> dict:
     try:
         import llama_cpp
     except Exception as exc:  # ImportError, or OSError when the shared library fails to load
-        return {"ok": False, "error": f"cannot import llama_cpp: {exc}",
-                "fix": "pip install llama-cpp-python (it compiles llama.cpp; see README)"}
+        return {"ok": False, "error": t("doctor.no_llama_cpp", error=exc),
+                "fix": t("doctor.fix_llama_cpp")}
     info = llama_cpp.llama_print_system_info()
     info = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
     return {
@@ -122,8 +122,7 @@ def try_generation(model_path: str, n_gpu_layers: int, max_tokens: int = 24) -> 
                 "n_gpu_layers": n_gpu_layers}
     except Exception as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                "fix": "check that the model file is a complete GGUF that this llama.cpp "
-                       "build supports; `labkit doctor --model PATH` tries another"}
+                "fix": t("doctor.fix_model")}
 
 
 def collect(model: str | None = None, generate: bool = True) -> dict:
@@ -148,14 +147,15 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
         report["model"] = info.to_dict()
     except Exception as exc:
         report["model"] = {"error": str(exc)}
-        problems.append(f"model: {exc}")
+        problems.append(f"{t('doctor.row.model')}: {exc}")
         info = None
     if not build["ok"]:
         problems.append(f"llama-cpp-python: {build['error']} -> {build['fix']}")
     if generate and info is not None and build["ok"]:
         report["generation"] = gen = try_generation(info.path, ngl)
         if not gen["ok"]:
-            problems.append(f"generation: {gen.get('error', 'no tokens')} -> {gen.get('fix', '')}")
+            problems.append(f"{t('doctor.row.generation')}: "
+                            f"{gen.get('error', t('doctor.no_tokens'))} -> {gen.get('fix', '')}")
     elif not generate:
         report["generation"] = {"ok": None, "skipped": "--no-generate"}
     if build["ok"] and gpus and not build["gpu_offload"]:
@@ -182,7 +182,9 @@ def _mib(n: int) -> str:
 def render(r: dict) -> str:
     """The report as a short human-readable screen."""
     lines = [t("doctor.title", version=r["labkit"]), ""]
-    lines.append(f"{'python':<17} {r['python']} on {r['platform']} ({r['cpu_count']} CPUs)")
+    lines.append(f"{'python':<17} "
+                 + t("doctor.python", version=r["python"], platform=r["platform"],
+                     cpus=r["cpu_count"]))
     for name, v in r["packages"].items():
         lines.append(f"{name:<17} {v or t('doctor.not_installed')}")
     b = r["llama_cpp"]
@@ -193,10 +195,10 @@ def render(r: dict) -> str:
         lines.append(f"llama.cpp     {via}")
         src = b.get("llama_cpp_source")
         if src:
-            lines.append(f"build         {t('doctor.build', **src)}")
+            lines.append(f"{t('doctor.row.build')}         {t('doctor.build', **src)}")
         if b["devices"]:
-            lines.append(f"devices       {', '.join(b['devices'])}")
-        lines.append(f"features      {b['system_info']}")
+            lines.append(f"{t('doctor.row.devices')}       {', '.join(b['devices'])}")
+        lines.append(f"{t('doctor.row.features')}      {b['system_info']}")
     else:
         lines.append(f"llama.cpp     {b['error']}")
     if r["gpus"]:
@@ -207,21 +209,21 @@ def render(r: dict) -> str:
     else:
         lines.append(f"GPU           {t('doctor.no_gpu', note=r['gpu_note'])}")
     if r.get("advice"):
-        lines.append(f"advice        {r['advice']}")
+        lines.append(f"{t('doctor.row.advice')}        {r['advice']}")
     m = r["model"]
     lines.append("")
     if "error" in m:
-        lines.append(f"model         {m['error']}")
+        lines.append(f"{t('doctor.row.model')}         {m['error']}")
     else:
         lines += [
-            "model         " + t("doctor.model", name=m["name"], arch=m["architecture"],
+            f"{t('doctor.row.model')}         " + t("doctor.model", name=m["name"], arch=m["architecture"],
                                   ftype=m["file_type"], params=f"{m['n_params'] / 1e6:,.0f}",
                                   size=_mib(m["size_bytes"])),
-            f"path          {m['path']}",
+            f"{t('doctor.row.path')}          {m['path']}",
             f"sha256        {m['sha256']}",
-            *([f"synthetic     {t('doctor.synthetic', shape=m['synthetic'])}"]
+            *([f"{t('doctor.row.synthetic')}     {t('doctor.synthetic', shape=m['synthetic'])}"]
               if m.get("synthetic") else []),
-            f"shape         n_layer={m['n_layer']} n_head={m['n_head']} "
+            f"{t('doctor.row.shape')}         n_layer={m['n_layer']} n_head={m['n_head']} "
             f"n_head_kv={m['n_head_kv']} head_dim={m['head_dim']} n_embd={m['n_embd']} "
             f"n_ctx_train={m['n_ctx_train']}",
         ]
@@ -231,12 +233,13 @@ def render(r: dict) -> str:
             text = t("doctor.generation", n=g["completion_tokens"], wall=g["wall_s"],
                      tps=g["tokens_per_s"], load=g["load_s"], ngl=g["n_gpu_layers"],
                      text=repr(g["text"].strip()))
-            lines.append(f"generation    {text}")
+            lines.append(f"{t('doctor.row.generation')}    {text}")
         elif g.get("skipped"):
-            lines.append(f"generation    {t('doctor.skipped', why=g['skipped'])}")
+            lines.append(f"{t('doctor.row.generation')}    "
+                         f"{t('doctor.skipped', why=g['skipped'])}")
     if "cjk_font" in r:
         font = r["cjk_font"]
-        lines.append("fonts         " + (t("doctor.cjk_font", family=font) if font
+        lines.append(f"{t('doctor.row.fonts')}         " + (t("doctor.cjk_font", family=font) if font
                                          else t("doctor.no_cjk_font")))
     lines.append("")
     if r["ok"]:
@@ -244,9 +247,17 @@ def render(r: dict) -> str:
     else:
         lines.append(t("doctor.not_ready"))
         lines += [f"  - {p}" for p in r["problems"]]
-    # Align the value column, whatever the label's length.
-    return "\n".join(re.sub(r"^(\S+(?: \d+)?)\s{2,}", lambda m: f"{m.group(1):<17} ", ln)
+    # Align the value column, whatever the label's length (a Chinese character takes two
+    # columns of a terminal).
+    return "\n".join(re.sub(r"^(\S+(?: \d+)?)\s{2,}", lambda m: _pad(m.group(1), 17) + " ", ln)
                      for ln in lines)
+
+
+def _pad(label: str, width: int) -> str:
+    """``label`` padded with spaces to ``width`` terminal columns."""
+    import unicodedata
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
+    return label + " " * max(0, width - used)
 
 
 def main(args) -> int:

@@ -1,12 +1,14 @@
 """What NVIDIA GPUs this machine has, through NVML (the `nvidia-ml-py` package).
 
 Every function here works on a machine without a GPU, without a driver and
-without the package: it says so instead of raising.
+without the package: it says so instead of raising, in the language in use (LABKIT_LANG).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
+from .i18n import pick
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,13 @@ def list_gpus() -> tuple[list[GPU], str | None]:
     try:
         import pynvml
     except ImportError:
-        return [], "the nvidia-ml-py package is not installed (pip install nvidia-ml-py)"
+        return [], pick("the nvidia-ml-py package is not installed (pip install nvidia-ml-py)",
+                        "沒有安裝 nvidia-ml-py 套件（pip install nvidia-ml-py）")
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return [], f"no NVIDIA GPU found (NVML: {_text(exc) or type(exc).__name__})"
+        why = _text(exc) or type(exc).__name__
+        return [], pick(f"no NVIDIA GPU found (NVML: {why})", f"找不到 NVIDIA GPU（NVML：{why}）")
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
         gpus = []
@@ -43,9 +47,11 @@ def list_gpus() -> tuple[list[GPU], str | None]:
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             gpus.append(GPU(i, _text(pynvml.nvmlDeviceGetName(h)), int(mem.total),
                             int(mem.used), driver))
-        return gpus, (None if gpus else "NVML is present but reports no NVIDIA GPU")
+        return gpus, (None if gpus else pick("NVML is present but reports no NVIDIA GPU",
+                                             "有 NVML，但它回報沒有 NVIDIA GPU"))
     except Exception as exc:
-        return [], f"NVML failed while listing GPUs: {_text(exc)}"
+        return [], pick(f"NVML failed while listing GPUs: {_text(exc)}",
+                        f"NVML 列出 GPU 時失敗：{_text(exc)}")
     finally:
         try:
             pynvml.nvmlShutdown()

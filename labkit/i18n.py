@@ -56,6 +56,28 @@ CATALOGUE: dict[str, dict[str, str]] = {
                                  "`apt-get install fonts-noto-cjk` (Debian/Ubuntu)",
                            "zh-TW": "沒有：圖表維持英文標籤；可用 `apt-get install fonts-noto-cjk`"
                                     "（Debian/Ubuntu）安裝"},
+    "doctor.python": {"en": "{version} on {platform} ({cpus} CPUs)",
+                      "zh-TW": "{version}，{platform}（{cpus} 個 CPU）"},
+    "doctor.no_llama_cpp": {"en": "cannot import llama_cpp: {error}",
+                            "zh-TW": "無法匯入 llama_cpp：{error}"},
+    "doctor.fix_llama_cpp": {"en": "pip install llama-cpp-python (it compiles llama.cpp; see README)",
+                             "zh-TW": "pip install llama-cpp-python（會編譯 llama.cpp；見 README）"},
+    "doctor.fix_model": {"en": "check that the model file is a complete GGUF that this llama.cpp "
+                               "build supports; `labkit doctor --model PATH` tries another",
+                         "zh-TW": "確認模型檔是完整、且這個 llama.cpp 建置支援的 GGUF；"
+                                  "可用 `labkit doctor --model PATH` 改試另一個"},
+    "doctor.no_tokens": {"en": "no tokens", "zh-TW": "沒有生成任何 token"},
+    # the row names of doctor's report
+    "doctor.row.build": {"en": "build", "zh-TW": "建置"},
+    "doctor.row.devices": {"en": "devices", "zh-TW": "裝置"},
+    "doctor.row.features": {"en": "features", "zh-TW": "功能"},
+    "doctor.row.advice": {"en": "advice", "zh-TW": "建議"},
+    "doctor.row.model": {"en": "model", "zh-TW": "模型"},
+    "doctor.row.path": {"en": "path", "zh-TW": "路徑"},
+    "doctor.row.synthetic": {"en": "synthetic", "zh-TW": "合成模型"},
+    "doctor.row.shape": {"en": "shape", "zh-TW": "形狀"},
+    "doctor.row.generation": {"en": "generation", "zh-TW": "生成測試"},
+    "doctor.row.fonts": {"en": "fonts", "zh-TW": "字型"},
     "doctor.ready": {"en": "READY: the model loads and generates.",
                      "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
     "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},

@@ -1,6 +1,8 @@
 """labkit's messages in English and Traditional Chinese: one setting, a complete catalogue,
 and the two commands that print them (doctor, bench) in both languages."""
 
+import re
+
 import pytest
 
 from labkit import i18n, runenv
@@ -97,3 +99,42 @@ def test_bench_summary_in_chinese(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr()
     assert "模型 sha256 abc" in out.out and "已寫入" in out.out
     assert "1 組配置 × 1 輪 × short-zh" in out.err and "只用來量時間" in out.err
+
+
+def test_doctor_rows_in_chinese_and_aligned(monkeypatch):
+    from labkit import doctor
+    r = _report()
+    r["model"] = {"name": "M", "architecture": "llama", "file_type": "Q4_1", "n_params": 135e6,
+                  "size_bytes": 2**20, "path": "/m.gguf", "sha256": "ab", "n_layer": 1,
+                  "n_head": 1, "n_head_kv": 1, "head_dim": 64, "n_embd": 64, "n_ctx_train": 8}
+    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    lines = doctor.render(r).splitlines()
+    rows = {ln.split()[0]: ln for ln in lines if ln.strip()}
+    for label in ("模型", "路徑", "形狀", "生成測試", "字型"):
+        assert label in rows, label
+    # the value column starts at the 19th terminal column whatever the label's script
+    assert rows["模型"].index("M") + len("模型") == rows["python"].index("3.11") == 18
+    assert "（2 個 CPU）" in rows["python"]
+    monkeypatch.delenv(runenv.ENV_LANG)
+    en = doctor.render(r)
+    assert "\nmodel             M (llama" in en and "\npath              /m.gguf" in en
+    assert "3.11 on Linux (2 CPUs)" in en
+
+
+def test_gpu_note_in_the_language_in_use(monkeypatch):
+    from labkit import gpu
+    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    gpus, why = gpu.list_gpus()
+    if gpus:
+        pytest.skip("this machine has an NVIDIA GPU")
+    assert re.search(r"[\u4e00-\u9fff]", why) and "no NVIDIA GPU" not in why
+    monkeypatch.delenv(runenv.ENV_LANG)
+    assert not re.search(r"[\u4e00-\u9fff]", gpu.list_gpus()[1])
+
+
+def test_headings_and_catalogue_use_the_glossarys_words():
+    from labkit import glossary
+    texts = {f"HEADINGS[{k}]": v for k, v in i18n.HEADINGS.items()}
+    texts.update({f"CATALOGUE[{k}]": e["zh-TW"] for k, e in i18n.CATALOGUE.items()})
+    bad = {where: glossary.avoided(text) for where, text in texts.items() if glossary.avoided(text)}
+    assert bad == {}
