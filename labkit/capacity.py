@@ -175,8 +175,11 @@ SEED_TABLE = [
 
 def seed_comparison(conversation_tokens=(2048, 4096, 8192), *, kv_type: str = "f16",
                     overhead_gib: float = 1.0):
-    """The source's rough table next to what :func:`plan` says for conversations of a few sizes."""
+    """The source's rough table next to what :func:`plan` says for conversations of a few sizes.
+    A table to read: under LABKIT_LANG=zh-TW its headings are Chinese."""
     import pandas as pd
+
+    from .i18n import show
     rows = []
     for gpu, key, label, (lo, hi) in SEED_TABLE:
         row = {"GPU (GiB)": gpu, "model": label, "stand-in": MODELS[key].name,
@@ -186,20 +189,24 @@ def seed_comparison(conversation_tokens=(2048, 4096, 8192), *, kv_type: str = "f
                      tokens_per_conversation=t)
             row[f"calc @ {t // 1024}k tokens"] = c.conversations
         rows.append(row)
-    return pd.DataFrame(rows)
+    return show(pd.DataFrame(rows), {"model": "模型（種子文章的寫法）", "stand-in": "代表模型",
+                                     "source says": "種子文章說"})
 
 
 def levers(model="llama-3.1-8b-q4", *, gpu_gib: float = 24, tokens: int = 8192,
            overhead_gib: float = 1.0, kv_types=("f16", "q8_0", "q4_0")):
     """GQA and KV quantization as levers: bytes per token and conversations that fit,
     for the model as it is (grouped-query attention) and as if every query head kept its
-    own keys and values (n_head_kv = n_head, classic multi-head attention)."""
+    own keys and values (n_head_kv = n_head, classic multi-head attention). A table to read:
+    under LABKIT_LANG=zh-TW its headings and its attention names are Chinese."""
     import pandas as pd
+
+    from .i18n import pick, show
     m = quantized_model(model)
-    variants = [("GQA (as shipped)", m)]
+    variants = [(pick("GQA (as shipped)", "GQA（模型原樣）"), m)]
     if m.shape.n_head != m.shape.n_head_kv:
         mha = replace(m.shape, n_head_kv=m.shape.n_head)
-        variants.append(("MHA (no grouping)", replace(m, shape=mha)))
+        variants.append((pick("MHA (no grouping)", "MHA（不分組）"), replace(m, shape=mha)))
     rows = []
     for attn, variant in variants:
         for t in kv_types:
@@ -209,7 +216,8 @@ def levers(model="llama-3.1-8b-q4", *, gpu_gib: float = 24, tokens: int = 8192,
                          "bytes/token": c.bytes_per_token,
                          f"MiB per {tokens // 1024}k conversation": c.bytes_per_token * tokens / MiB,
                          "conversations": c.conversations})
-    return pd.DataFrame(rows)
+    return show(pd.DataFrame(rows), {"attention": "注意力", "KV heads": "KV 頭數",
+                                     "bytes/token": "位元組/token", "conversations": "對話數"})
 
 
 # ---------------------------------------------------------------------------- measured side

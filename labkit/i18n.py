@@ -226,19 +226,76 @@ HEADINGS: dict[str, str] = {
     # the waste of each KV scheme (labkit.sim.waste)
     "scheme": "方案", "reserved_unused": "已保留未使用", "free": "空閒", "waste": "浪費比例",
     "mean_busy": "平均忙碌槽位", "cut short or refused": "截斷或拒絕",
+    # planning (labkit.planning): saturation, reading a worksheet, a day, rent or buy, services
+    "per_stream_tok_s": "每條串流 tok/s", "saturated": "已飽和",
+    "tok_s_vs_1_slot": "tok/s（1 槽位的倍數）", "completion_p50_vs_1_slot": "完成時間 p50（1 槽位的倍數）",
+    "single_requests_slower": "單一請求變慢", "quantity": "量", "measured": "實測",
+    "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "rent per hour": "每小時租金",
+    "vs always on (months)": "對比一直開著的租用（月）",
+    "vs busy hours only (months)": "對比只租忙碌時段（月）", "total_tok_s": "總 tok/s",
+    "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV (MiB)",
+    "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
+    "machines": "機器數", "month": "月", "buy": "買下", "rent, always on": "租用，一直開著",
+    "rent, busy hours only": "租用，只租忙碌時段",
+    # live and in-process runs (labkit.live, labkit.kvlive)
+    "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
+    "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "客戶端解碼 tok/s",
+    "client_tok_s": "客戶端 tok/s", "prefill_and_wait_share": "預填與等待占比",
+    "outcome": "結果", "first_token_s": "首個 token 時間 (s)", "finish_s": "結束時間 (s)",
+    "task_id": "任務 id", "start_s": "開始 (s)", "end_s": "結束 (s)", "file": "檔案",
+    "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",
+    "match": "相符", "flags": "旗標", "log": "日誌", "error type": "錯誤類型",
+    "predicted pool": "預測的池大小", "step": "步驟",
+    # capacity, tokens, the seed's tables (labkit.capacity, labkit.tokens, labkit.seedtables)
+    "KV type": "KV 型別", "cells (padded)": "格數（補齊後）", "formula MiB": "公式 MiB",
+    "llama.cpp MiB": "llama.cpp MiB", "characters": "字元數", "bytes": "位元組數",
+    "chars_per_token": "每 token 字元數", "text": "文字", "source (seed or sim)": "來源",
+    "arithmetic busy": "運算忙碌比例", "bandwidth busy": "頻寬忙碌比例", "decode tok/s": "解碼 tok/s",
+    "cost per token": "每 token 成本", "batch": "批次大小",
+    # the classroom's tables (labkit.classroom)
+    "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
+    "GPU (GiB)": "GPU 記憶體 (GiB)",
 }
+
+# Headings made from a pattern (a slot's column, a count of tokens): (regex, Chinese).
+HEADING_PATTERNS: list[tuple[str, str]] = [
+    (r"^slot (\d+)$", r"槽位 \1"),
+    (r"^predicted (.+)$", r"預測 \1"),
+    (r"^log (.+)$", r"日誌 \1"),
+    (r"^later with (.+)$", r"\1 較晚"),
+    (r"^characters in ([\d,]+) tokens$", r"\1 個 token 可容納的字元數"),
+    (r"^calc @ (\d+)k tokens$", r"計算：\1k token"),
+    (r"^MiB per (\d+)k conversation$", r"每段 \1k 對話的 MiB"),
+]
+
+
+def heading(name: str, headings: dict[str, str] | None = None) -> str:
+    """The Chinese heading of a column named ``name`` (:data:`HEADINGS`, ``headings``, then
+    :data:`HEADING_PATTERNS`), or ``name`` itself when none applies."""
+    import re
+    names = {**HEADINGS, **(headings or {})}
+    if name in names:
+        return names[name]
+    for pattern, chinese in HEADING_PATTERNS:
+        if re.match(pattern, name):
+            return re.sub(pattern, chinese, name)
+    return name
 
 
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
     """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
-    index's name) renamed with :data:`HEADINGS` and ``headings``; unchanged in English. The
+    names of its index and column levels) renamed with :func:`heading` (``headings`` first,
+    then :data:`HEADINGS` and :data:`HEADING_PATTERNS`); unchanged in English. The
     data and the original table are untouched, so code keeps using the program's names."""
     if (lang or language()) != "zh-TW":
         return table
-    names = {**HEADINGS, **(headings or {})}
-    out = table.rename(columns=lambda c: names.get(c, c) if isinstance(c, str) else c)
-    if isinstance(out.index.name, str) and out.index.name in names:
-        out = out.rename_axis(names[out.index.name])
+    out = table.rename(columns=lambda c: heading(c, headings) if isinstance(c, str) else c)
+    if out.columns.names and any(isinstance(n, str) for n in out.columns.names):
+        out.columns = out.columns.set_names([heading(n, headings) if isinstance(n, str) else n
+                                             for n in out.columns.names])
+    if any(isinstance(n, str) for n in out.index.names):
+        out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
+                               for n in out.index.names])
     return out
 
 

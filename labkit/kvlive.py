@@ -40,9 +40,14 @@ def reference_installed() -> bool:
 
 
 def skip_note(what: str) -> str:
-    """What a cell says when it skips ``what`` because llama-server itself is not installed."""
-    return (f"skipped: {what}. llama.cpp's own llama-server is not installed here; install the "
-            "reference with  pip install -e \".[ref]\"  and run this cell again.")
+    """What a cell says when it skips ``what`` (a text, or an :class:`labkit.i18n.Both`)
+    because llama-server itself is not installed, in the language in use."""
+    from .i18n import pick, text
+    what = text(what)
+    return pick(f"skipped: {what}. llama.cpp's own llama-server is not installed here; install "
+                "the reference with  pip install -e \".[ref]\"  and run this cell again.",
+                f"已略過：{what}。這台機器沒有安裝 llama.cpp 自己的 llama-server；請用  "
+                "pip install -e \".[ref]\"  安裝參考實作，再執行一次這個儲存格。")
 
 
 def flags(config) -> str:

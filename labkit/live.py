@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from .i18n import pick, show
 from .runenv import log_to_file
 
 # ---------------------------------------------------------------------------- talking to a server
@@ -246,7 +247,8 @@ def text_agreement(rows, baseline_slots: int = 1):
     """Compare every answer of a :func:`labkit.bench.measure` result with the answer the
     ``baseline_slots`` configuration gave to the same document (same workload and round, the
     baseline's KV mode being the first one found). One row per configuration: documents
-    compared, identical answers, and for the first that differ, where the two texts part."""
+    compared, identical answers, and for the first that differ, where the two texts part.
+    A table to read: under LABKIT_LANG=zh-TW its headings are Chinese."""
     import pandas as pd
     ok = rows[rows["error"].isna()]
     out = []
@@ -264,11 +266,12 @@ def text_agreement(rows, baseline_slots: int = 1):
                 elif first_diff is None:
                     at = next((i for i, (x, y) in enumerate(zip(answer, base[doc])) if x != y),
                               min(len(answer), len(base[doc])))
-                    first_diff = f"{doc}: from character {at}: {answer[at:at + 30]!r} vs " \
-                                 f"{base[doc][at:at + 30]!r}"
+                    first_diff = pick(f"{doc}: from character {at}: ",
+                                      f"{doc}：從第 {at} 個字元起：") + \
+                        f"{answer[at:at + 30]!r} vs {base[doc][at:at + 30]!r}"
             out.append({"workload": wl, "round": rnd, "kv_mode": kv, "slots": slots,
                         "compared": len(both), "identical": same, "first difference": first_diff})
-    return pd.DataFrame(out)
+    return show(pd.DataFrame(out))
 
 
 # ---------------------------------------------------------------------------- counterexamples (notebook 06)

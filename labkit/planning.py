@@ -9,6 +9,8 @@ notebook 08 imports the rent-or-buy and service helpers from here directly.
 
 from __future__ import annotations
 
+from .i18n import pick, show
+
 # ---------------------------------------------------------------------------- scheduling (notebook 07)
 
 SATURATION_COLUMNS = ["rate", "throughput_tok_s", "ttft_p50", "ttft_p99", "peak_queue",
@@ -79,20 +81,28 @@ def findings(reading) -> list[str]:
     requests got slower, where requests failed. Only what the numbers say."""
     out = []
     for _, r in reading.iterrows():
-        name = f"{r['workload']}, {r['kv_mode']}, {r['slots']} slot{'s' if r['slots'] != 1 else ''}"
+        name = pick(f"{r['workload']}, {r['kv_mode']}, {r['slots']} slot"
+                    f"{'s' if r['slots'] != 1 else ''}",
+                    f"{r['workload']}，{r['kv_mode']}，{r['slots']} 個槽位")
         if r["failed"]:
-            out.append(f"{name}: {r['failed']} request(s) failed, so its throughput is not a "
-                       f"result ({r['verdict']}).")
+            out.append(pick(f"{name}: {r['failed']} request(s) failed, so its throughput is not a "
+                            f"result ({r['verdict']}).",
+                            f"{name}：有 {r['failed']} 個請求失敗，所以它的吞吐不算結果"
+                            f"（{r['verdict']}）。"))
             continue
         if r["slots"] == 1 or r["tok_s_vs_1_slot"] != r["tok_s_vs_1_slot"]:
             continue
-        change = "rose" if r["tok_s_vs_1_slot"] > 1 else "did not rise"
-        line = f"{name}: total tok/s {change} (x{r['tok_s_vs_1_slot']:.2f} of 1 slot)"
+        rose = r["tok_s_vs_1_slot"] > 1
+        x = f"x{r['tok_s_vs_1_slot']:.2f}"
+        line = pick(f"{name}: total tok/s {'rose' if rose else 'did not rise'} ({x} of 1 slot)",
+                    f"{name}：總 tok/s {'上升了' if rose else '沒有上升'}（1 個槽位的 {x}）")
         c = r["completion_p50_vs_1_slot"]
         if c == c:
-            line += (f"; the median single request took x{c:.2f} as long"
-                     + (" (slower)" if c > 1 else " (not slower)"))
-        out.append(line + f"; {r['verdict']}.")
+            line += pick(f"; the median single request took x{c:.2f} as long"
+                         + (" (slower)" if c > 1 else " (not slower)"),
+                         f"；單一請求的中位數花了 x{c:.2f} 的時間"
+                         + ("（變慢了）" if c > 1 else "（沒有變慢）"))
+        out.append(line + pick(f"; {r['verdict']}.", f"；{r['verdict']}。"))
     return out
 
 
@@ -200,15 +210,50 @@ SEED_FACTORS = [
 ]
 
 
+# The same factors in Chinese (the table shown under LABKIT_LANG=zh-TW).
+SEED_FACTORS_ZH = {
+    "privacy": "隱私", "latency": "延遲", "no rate limits": "沒有速率限制",
+    "bursty demand": "爆發性需求",
+    "80 GB-class models (no consumer card holds them)": "80 GB 級模型（沒有消費級顯卡裝得下）",
+    "your real hours (most people overestimate them)": "你真實的使用時數（多數人會高估）",
+    "buy (run it yourself)": "買（自己架）", "rent": "租", "measure first": "先量測",
+}
+
+# Where each default came from, in Chinese (the table shown under LABKIT_LANG=zh-TW).
+RENT_BUY_SOURCES_ZH = {
+    "buy_price": f"{SEED}：二手 24 GB 卡「數百美元」；600 是其中一個價格，用它算，種子文章自己的"
+                 "回本點在最高租金 $2/h 時約為 300 小時",
+    "rent_per_hour": f"{SEED}：租用 24 GB 級 GPU 約每小時 $0.50–2；1.0 落在這個範圍內",
+    "serverless_per_hour": f"{SEED} 只給了一個每小時的範圍；可縮到零的服務按實際使用的秒數以自己的"
+                           "費率計費：請填你拿到的報價（預設沿用租用實例的費率）",
+    "power_w": "種子文章沒有：NVIDIA 為 24 GB 的 GeForce RTX 3090 標示的顯示卡功耗（這類卡生成時"
+               "最多耗用的電力）",
+    "kwh_price": "種子文章沒有：每度電（kWh）的範例價格；請換成你的電費單上的價格",
+    "busy_hours_per_day": "種子文章沒有；它說多數人會高估自己的時數，應先量測真實的一週："
+                          "這是個要換掉的範例",
+}
+
+
 def seed_factors():
-    """The seed's non-price factors as a table: factor, which side it favours, the seed's words."""
+    """The seed's non-price factors as a table: factor, which side it favours, the seed's words
+    (in Chinese under LABKIT_LANG=zh-TW: factor and side translated, headings too)."""
     import pandas as pd
+    if pick("en", "zh") == "zh":
+        return pd.DataFrame([(SEED_FACTORS_ZH.get(f, f), SEED_FACTORS_ZH.get(side, side), words)
+                             for f, side, words in SEED_FACTORS],
+                            columns=["因素", "有利於", f"{SEED} 原文"])
     return pd.DataFrame(SEED_FACTORS, columns=["factor", "favours", f"in {SEED}"])
 
 
 def defaults_table():
-    """RENT_BUY_DEFAULTS as a table: input, value, where it came from."""
+    """RENT_BUY_DEFAULTS as a table: input, value, where it came from (in Chinese under
+    LABKIT_LANG=zh-TW; the inputs keep their names, the keyword arguments of
+    :func:`rent_buy_compare`)."""
     import pandas as pd
+    if pick("en", "zh") == "zh":
+        return pd.DataFrame([(k, v, RENT_BUY_SOURCES_ZH.get(k, src))
+                             for k, (v, src) in RENT_BUY_DEFAULTS.items()],
+                            columns=["輸入", "預設值", "來源"])
     return pd.DataFrame([(k, v, src) for k, (v, src) in RENT_BUY_DEFAULTS.items()],
                         columns=["input", "default", "source"])
 

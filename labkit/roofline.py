@@ -592,7 +592,8 @@ def _predicted_step(m: Machine, c: ModelCost, r, overlap: bool = True) -> float:
 
 def table(df):
     """The sweep as one line per batch: decode (in all and per stream) and prefill, measured
-    next to both predictions, and the ratios."""
+    next to both predictions, and the ratios. A table to read: under LABKIT_LANG=zh-TW its
+    headings are Chinese."""
     values = {"measured_tok_s": "measured tok/s", "predicted_tok_s": "roofline tok/s",
               "ratio": "measured / roofline", "no_overlap_tok_s": "no-overlap tok/s",
               "ratio_no_overlap": "measured / no-overlap"}
@@ -601,7 +602,14 @@ def table(df):
     out.columns = [f"{phase} {values[v]}" for phase, v in out.columns]
     out.insert(1, "decode measured tok/s per stream",
                out["decode measured tok/s"] / out.index.to_numpy())
-    return out
+    from .i18n import show
+    phases = {"decode": "解碼", "prefill": "預填"}
+    words = {"measured tok/s": "實測 tok/s", "roofline tok/s": "屋頂線 tok/s",
+             "measured / roofline": "實測 / 屋頂線", "no-overlap tok/s": "不重疊 tok/s",
+             "measured / no-overlap": "實測 / 不重疊"}
+    zh = {f"{ph} {en}": f"{phases[ph]} {cn}" for ph in phases for en, cn in words.items()}
+    zh["decode measured tok/s per stream"] = "解碼 每條串流實測 tok/s"
+    return show(out, zh)
 
 
 def plot(df):

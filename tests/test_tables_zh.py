@@ -1,0 +1,101 @@
+"""Tables and lines shown to people, in the notebook's language: tables built only to be read
+come with Chinese headings under LABKIT_LANG=zh-TW; the tables code keeps reading keep the
+program's names and get Chinese headings through labkit.i18n.show; printed findings and notes
+are Chinese. In English nothing changes."""
+
+import re
+
+import pandas as pd
+import pytest
+
+from labkit import i18n, runenv
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def zh(monkeypatch):
+    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+
+
+def _all_chinese(columns, allowed=("GPU (GiB)",)):
+    """Every heading has Chinese, except names that stay as they are."""
+    return [c for c in columns if not CJK.search(str(c)) and c not in allowed]
+
+
+def test_display_tables_have_chinese_headings(zh):
+    from labkit import capacity, planning
+    seed = capacity.seed_comparison()
+    assert _all_chinese(seed.columns, allowed=()) == []
+    lev = capacity.levers()
+    assert _all_chinese(lev.columns, allowed=("KV type",)) == [] or "KV 型別" in lev.columns
+    assert lev.iloc[0, 0].startswith("GQA（")
+    f = planning.seed_factors()
+    assert list(f.columns[:2]) == ["因素", "有利於"] and "租" in set(f["有利於"])
+    d = planning.defaults_table()
+    assert list(d.columns) == ["輸入", "預設值", "來源"]
+    assert all(CJK.search(s) for s in d["來源"])
+    assert list(d["輸入"]) == list(planning.RENT_BUY_DEFAULTS)        # the keyword names stay
+
+
+def test_roofline_table_in_chinese(zh):
+    from labkit import roofline as rl
+    rows = []
+    for b in (1, 2):
+        rows += [{"batch": b, "phase": "decode", "measured_tok_s": 1.0 * b,
+                  "predicted_tok_s": 1.1 * b, "no_overlap_tok_s": 0.9 * b},
+                 {"batch": b, "phase": "prefill", "measured_tok_s": 3.0, "predicted_tok_s": 3.5,
+                  "no_overlap_tok_s": 2.5}]
+    df = pd.DataFrame(rows)
+    df["ratio"] = df["measured_tok_s"] / df["predicted_tok_s"]
+    df["ratio_no_overlap"] = df["measured_tok_s"] / df["no_overlap_tok_s"]
+    t = rl.table(df)
+    assert _all_chinese(t.columns) == [] and t.index.name == "批次大小"
+    assert t.loc[2, "解碼 每條串流實測 tok/s"] == pytest.approx(1.0)
+
+
+def test_text_agreement_in_chinese(zh):
+    rows = pd.DataFrame({"error": [None] * 4, "workload": ["short"] * 4, "round": [0] * 4,
+                         "kv_mode": ["split"] * 4, "slots": [1, 1, 2, 2],
+                         "doc_id": ["a", "b", "a", "b"], "answer": ["xy", "z", "xq", "z"]})
+    from labkit import live
+    t = live.text_agreement(rows)
+    assert "第一個差異" in t.columns and "完全相同" in t.columns
+    assert t["第一個差異"].iloc[1].startswith("a：從第 1 個字元起：")
+
+
+def test_findings_and_notes_in_chinese(zh):
+    from labkit import kvlive, planning
+    reading = pd.DataFrame({"kv_mode": ["split", "split", "split"], "slots": [1, 2, 4],
+                            "workload": ["short"] * 3, "tok_s_vs_1_slot": [1.0, 1.5, float("nan")],
+                            "completion_p50_vs_1_slot": [1.0, 1.3, float("nan")],
+                            "failed": [0, 0, 3], "verdict": ["pass", "pass", "fail: errors"]})
+    lines = planning.findings(reading)
+    assert lines[0].startswith("short，split，2 個槽位：總 tok/s 上升了（1 個槽位的 x1.50）")
+    assert "（變慢了）" in lines[0] and "有 3 個請求失敗" in lines[1]
+    note = kvlive.skip_note(i18n.Both("the same two requests", "同樣兩個請求"))
+    assert note.startswith("已略過：同樣兩個請求。") and 'pip install -e ".[ref]"' in note
+
+
+def test_show_renames_patterns_and_levels(zh):
+    from labkit import handbuilt as hb
+    steps = [[(0, 0, "prefill", 4), (1, 1, "prefill", 3)], [(0, 0, "decode", 1)]]
+    table = hb.step_table(steps, 2)
+    shown = i18n.show(table)
+    assert list(shown.columns) == ["ms", "槽位 0", "槽位 1"] and shown.index.name == "步驟"
+    side = hb.side_by_side(steps, steps, 2)
+    shown = i18n.show(side, {"yours": "你的", "engine": "引擎", "same": "相同"})
+    assert ("你的", "槽位 0") in shown.columns and ("", "相同") in shown.columns
+    assert list(table.columns) == ["ms", "slot 0", "slot 1"]              # the table is untouched
+    assert i18n.heading("characters in 16,384 tokens") == "16,384 個 token 可容納的字元數"
+    assert i18n.heading("no such column") == "no such column"
+
+
+def test_english_tables_unchanged(monkeypatch):
+    from labkit import capacity, planning
+    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    assert list(capacity.seed_comparison().columns[:4]) == ["GPU (GiB)", "model", "stand-in",
+                                                           "source says"]
+    assert capacity.levers().iloc[0]["attention"] == "GQA (as shipped)"
+    assert list(planning.defaults_table().columns) == ["input", "default", "source"]
+    assert list(planning.seed_factors().columns[:2]) == ["factor", "favours"]
