@@ -6,18 +6,32 @@ from __future__ import annotations
 
 import json
 
+from ..i18n import Both, pick
 from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
 
 
-@exercise("5.1", "12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?")
+def _number(answer) -> float:
+    """``answer`` as a number; a word that is not one is reported in the language in use."""
+    try:
+        return as_number(answer)
+    except ValueError:
+        raise ValueError(pick(f"expected a number, got {answer!r}",
+                              f"這裡要的是一個數字，收到的是 {answer!r}")) from None
+
+
+@exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
+                      "12 份文件，每個回答 64 個 token，整批 wall time 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
-    v = as_number(answer)
+    v = _number(answer)
     want = 12 * 64 / 8
     if abs(v - want) < 0.01:
         return True, ""
     if abs(v - 64 / 8) < 0.01:
-        return False, "that is one answer's rate: output tok/s counts the tokens of every answer in the run"
-    return False, "output tok/s = sum of generated tokens / the run's wall time"
+        return False, pick("that is one answer's rate: output tok/s counts the tokens of every "
+                           "answer in the run",
+                           "那是單一回答的速率：輸出 tok/s 要算整批所有回答的 token")
+    return False, pick("output tok/s = sum of generated tokens / the run's wall time",
+                       "輸出 tok/s = 生成 token 的總和 ÷ 整批的 wall time")
 
 
 def _bool(answer) -> bool:
@@ -30,42 +44,55 @@ def _bool(answer) -> bool:
         return True
     if w in ("false", "no", "fail", "fails", "否", "不", "不是", "不通過", "沒通過", "不會"):
         return False
-    raise ValueError("answer True or False")
+    raise ValueError(pick("answer True or False", "請回答 True 或 False（通過或不通過）"))
 
 
-@exercise("5.2", "Fits every document, every first token in time, 11 of 12 answers correct: does it pass?")
+@exercise("5.2", Both("Fits every document, every first token in time, 11 of 12 answers correct: "
+                      "does it pass?",
+                      "每份文件都放得下、每個首字都準時，但 12 個答案只對了 11 個：這個配置算通過嗎？"))
 def _gates(answer):
     if _bool(answer) is False:
         return True, ""
-    return False, "name the three gates and check this configuration against each of them"
+    return False, pick("name the three gates and check this configuration against each of them",
+                       "先說出三關是哪三關，再拿這個配置一關一關對照")
 
 
 GATES = {
     "fits context": ("fits", "context", "fit", "fits the context", "context fits",
-                     "Context 放得下", "放得下", "塞不下", "context 不夠"),
-    "ttft": ("waits", "wait", "ttft ok", "waits acceptable", "等待可接受", "首字等待", "等待"),
-    "correct": ("all correct", "answers correct", "交件正確", "正確", "答案正確"),
+                     "Context 放得下", "放得下", "塞不下", "context 不夠", "上下文放得下",
+                     "上下文", "上下文不夠", "放不下", "第一關"),
+    "ttft": ("waits", "wait", "ttft ok", "waits acceptable", "等待可接受", "首字等待", "等待",
+             "首個 token 延遲", "第二關"),
+    "correct": ("all correct", "answers correct", "交件正確", "正確", "答案正確", "答對",
+                "第三關"),
 }
 
 
-@exercise("5.3", "-c 4096 -np 4 split KV, a 2048-token document: which gate fails?")
+@exercise("5.3", Both("-c 4096 -np 4 split KV, a 2048-token document: which gate fails?",
+                      "-c 4096 -np 4、分割 KV，送進一份 2048 token 的文件：哪一關沒過？"))
 def _fits(answer):
     if choice(answer, GATES) == "fits context":
         return True, ""
-    return False, ("work out how many cells one split slot holds here, and whether the request "
-                   "gets as far as a first token or an answer at all")
+    return False, pick("work out how many cells one split slot holds here, and whether the "
+                       "request gets as far as a first token or an answer at all",
+                       "先算出這裡一個分割槽位放得下幾格，再想想這個請求究竟有沒有走到"
+                       "第一個 token 或交出答案")
 
 
 SPEEDS = {"slower": ("slow", "更慢", "較慢", "變慢", "慢"),
           "faster": ("fast", "更快", "較快", "變快", "快")}
 
 
-@exercise("5.4", "1.5x the total tok/s, 1.3x the median completion time: single requests faster or slower?")
+@exercise("5.4", Both("1.5x the total tok/s, 1.3x the median completion time: single requests "
+                      "faster or slower?",
+                      "總 tok/s 變成 1.5 倍，完成時間中位數變成 1.3 倍：單一請求變快還是變慢？"))
 def _slower(answer):
     if choice(answer, SPEEDS) == "slower":
         return True, ""
-    return False, ("the total tok/s is the whole batch's; completion time is one request's, from "
-                   "send to end: read what 1.3x says about it")
+    return False, pick("the total tok/s is the whole batch's; completion time is one request's, "
+                       "from send to end: read what 1.3x says about it",
+                       "總 tok/s 是整批的成績；完成時間是單一請求從送出到結束的時間："
+                       "想想 1.3 倍對它代表什麼")
 
 
 #: How far a batch-1 prediction may be from bandwidth / weight bytes (a GB read as a GiB, the
@@ -73,32 +100,44 @@ def _slower(answer):
 SPEED_TOLERANCE = 0.10
 
 
-@exercise("5.5", "From your measured memory bandwidth and the bytes one decode step reads, predict "
-                 "one stream's decode tok/s (batch 1).")
+@exercise("5.5", Both("From your measured memory bandwidth and the bytes one decode step reads, "
+                      "predict one stream's decode tok/s (batch 1).",
+                      "用你量到的記憶體頻寬，和一個解碼步驟要讀的位元組數，預測單一串流"
+                      "（批次 1）的解碼 tok/s。"))
 def _speed(answer):
     from ..roofline import machine, model_cost
-    v = as_number(answer)
+    v = _number(answer)
     m, c = machine(), model_cost()
     want = m.bandwidth / c.weight_bytes
     formula = (f"{m.bandwidth / 1e9:.2f} GB/s / {c.weight_bytes / 1e6:.1f} MB of weights "
                f"= {want:.0f} tok/s")
     if abs(v / want - 1) <= SPEED_TOLERANCE:
-        return True, (f"the speed formula on your latest measurement: {formula}. Compare it with "
-                      f"the batch-1 decode rate the sweep measured.")
+        return True, pick(f"the speed formula on your latest measurement: {formula}. Compare it "
+                          f"with the batch-1 decode rate the sweep measured.",
+                          f"用你最新一次測量代入速度公式：{formula}。拿它和掃描實測到的"
+                          f"批次 1 解碼速率比一比。")
     if abs(v / (m.bandwidth / c.matrix_params) - 1) <= SPEED_TOLERANCE:
-        return False, ("that divides by the parameter count; divide by the bytes the weights take "
-                       "in the file (quantized weights take less than a byte each here)")
+        return False, pick("that divides by the parameter count; divide by the bytes the weights "
+                           "take in the file (quantized weights take less than a byte each here)",
+                           "那是除以參數個數；要除以權重在檔案裡占的位元組數"
+                           "（這裡量化過的權重每個不到一個位元組）")
     if abs(v / (m.flops / c.flops_per_token) - 1) <= SPEED_TOLERANCE:
-        return False, ("that is the arithmetic ceiling (rate / FLOPs per token); at batch 1 the "
-                       "memory is the slower side: divide the bandwidth by the weight bytes")
+        return False, pick("that is the arithmetic ceiling (rate / FLOPs per token); at batch 1 "
+                           "the memory is the slower side: divide the bandwidth by the weight bytes",
+                           "那是算力的上限（運算速率 ÷ 每個 token 的 FLOPs）；批次 1 時"
+                           "慢的是記憶體那一側：用頻寬除以權重位元組數")
     if not 0.01 < v / want < 100:
-        return False, ("check the units: bandwidth in bytes per second divided by bytes per "
-                       "token gives tokens per second")
-    return False, (f"one stream reads every weight once per token: tok/s = bandwidth (bytes/s) "
-                   f"/ weight bytes, within {SPEED_TOLERANCE:.0%}")
+        return False, pick("check the units: bandwidth in bytes per second divided by bytes per "
+                           "token gives tokens per second",
+                           "檢查單位：每秒位元組數的頻寬，除以每個 token 的位元組數，"
+                           "才會得到每秒 token 數")
+    return False, pick(f"one stream reads every weight once per token: tok/s = bandwidth "
+                       f"(bytes/s) / weight bytes, within {SPEED_TOLERANCE:.0%}",
+                       f"一個串流每生成一個 token 就把每個權重讀一次：tok/s = 頻寬（bytes/s）"
+                       f"÷ 權重位元組數，誤差 {SPEED_TOLERANCE:.0%} 以內")
 
 
-BANDWIDTH_MODEL_ANSWER = (
+BANDWIDTH_MODEL_ANSWER = Both(
     "Memory capacity and memory bandwidth buy different things. Capacity decides "
     "what fits: a bigger model, or more KV cache for more streams at once; it does not make one "
     "stream faster. Bandwidth sets the ceiling of one stream's speed: the speed formula, "
@@ -108,19 +147,32 @@ BANDWIDTH_MODEL_ANSWER = (
     "faster memory is the better buy. Far below it (a small CPU, where the per-token arithmetic "
     "and the per-step work set the speed), more bandwidth buys little and more arithmetic buys "
     "more. Either way prefill stayed flat in the batch: for prompt-heavy work such as the "
-    "extraction set the lever is arithmetic, not memory.")
+    "extraction set the lever is arithmetic, not memory.",
+    "記憶體容量和記憶體頻寬買到的是不同的東西。容量決定放得下什麼：更大的模型，或給更多同時進行的"
+    "串流更多 KV 快取；它不會讓單一串流變快。頻寬決定單一串流速度的上限，也就是速度公式："
+    "頻寬 ÷ 權重位元組數。我的掃描說明一個串流離這個上限有多近。很接近時（例如算力充足的 GPU），"
+    "頻寬加倍，每秒 token 數也幾乎加倍，而且在交叉批次之前批次幾乎不用成本，所以只有少數使用者時，"
+    "記憶體更快的卡比較划算。離上限很遠時（例如小型 CPU，速度由每個 token 的運算和每一步的固定工作"
+    "決定），多買頻寬幫助不大，多買算力才有用。不管哪一種，預填的速率都不隨批次改變：像抽取題組"
+    "這種以提示為主的工作，該加強的是算力，不是記憶體。")
 BANDWIDTH_RUBRIC = [
-    "separates capacity (what fits: model size, streams at once) from bandwidth (how fast one "
-    "stream can decode)",
-    "quotes your speed-formula figure and your measured batch-1 rate, and says how close they were",
-    "uses your sweep: how the total grew with the batch and where it stopped, and that prefill "
-    "stayed flat",
-    "matches the purchase to the workload: one user, many streams, or long prompts",
+    Both("separates capacity (what fits: model size, streams at once) from bandwidth (how fast "
+         "one stream can decode)",
+         "把容量（放得下什麼：模型大小、同時幾個串流）和頻寬（單一串流能解碼多快）分開來談"),
+    Both("quotes your speed-formula figure and your measured batch-1 rate, and says how close "
+         "they were",
+         "引用你的速度公式數字和實測的批次 1 速率，並說出兩者差多少"),
+    Both("uses your sweep: how the total grew with the batch and where it stopped, and that "
+         "prefill stayed flat",
+         "用上你的掃描結果：總量怎麼隨批次成長、在哪裡停住，以及預填速率一直持平"),
+    Both("matches the purchase to the workload: one user, many streams, or long prompts",
+         "依工作負載決定買哪一種：一位使用者、很多串流，還是很長的提示"),
 ]
 
 open_question(
-    "5.6", "Open question: what do your numbers say about buying a GPU with more memory "
-           "against one with more memory bandwidth?",
+    "5.6", Both("Open question: what do your numbers say about buying a GPU with more memory "
+                "against one with more memory bandwidth?",
+                "開放題：記憶體比較大的 GPU 和記憶體頻寬比較高的 GPU，你的數字說該買哪一張？"),
     BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15)
 
 
@@ -136,7 +188,8 @@ TIMER_PROMPT = "Which table ordered tea?"
 
 def _triple(out) -> tuple[float | None, float, int | None]:
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise ValueError("return three values: (ttft_s, completion_s, n_tokens)")
+        raise ValueError(pick("return three values: (ttft_s, completion_s, n_tokens)",
+                              "請回傳三個值：(ttft_s, completion_s, n_tokens)"))
     ttft, completion, n = out
     return (None if ttft is None else as_number(ttft), as_number(completion),
             None if n is None else int(as_number(n)))
@@ -146,45 +199,72 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
     """(right, hint, worth a second try: the verdict was about time, which a busy machine
     can spoil)."""
     if not srv.requests:
-        return False, ("the server received no chat request: POST the JSON body to base_url + "
-                       "'/v1/chat/completions'"), False
+        return False, pick("the server received no chat request: POST the JSON body to "
+                           "base_url + '/v1/chat/completions'",
+                           "伺服器沒有收到任何聊天請求：把 JSON 內容用 POST 送到 "
+                           "base_url + '/v1/chat/completions'"), False
     body = srv.requests[-1]
     if TIMER_PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
-        return False, "send the prompt you were given as the user's message", False
+        return False, pick("send the prompt you were given as the user's message",
+                           "把題目給你的提示當成使用者（user）的訊息送出"), False
     if not body.get("stream"):
-        return False, ("the answer came back in one piece, so there was no first token to time: "
-                       "ask the server to stream it"), False
+        return False, pick("the answer came back in one piece, so there was no first token to "
+                           "time: ask the server to stream it",
+                           "回答一次整包回來，就沒有第一個 token 可以計時：請伺服器用串流回答"), False
     ttft, completion, n = _triple(out)
     if n is None:
-        return False, ("n_tokens is None: the server says how many tokens it generated in the "
-                       "stream's final chunk"), False
+        return False, pick("n_tokens is None: the server says how many tokens it generated in "
+                           "the stream's final chunk",
+                           "n_tokens 是 None：伺服器會在串流的最後一個 chunk 告訴你它生成了"
+                           "幾個 token"), False
     if n != script.n_tokens:
-        return False, (f"{n} tokens, but the server generated {script.n_tokens}: chunks of text "
-                       "are not the count the server reports; read the count it sends at the "
-                       "end of the stream"), False
+        return False, pick(f"{n} tokens, but the server generated {script.n_tokens}: chunks of "
+                           "text are not the count the server reports; read the count it sends "
+                           "at the end of the stream",
+                           f"你算出 {n} 個 token，伺服器其實生成了 {script.n_tokens} 個："
+                           "文字 chunk 的個數不是伺服器回報的數目；請讀它在串流結尾送來的"
+                           "計數"), False
     if ttft is None:
-        return False, "ttft_s is None: no visible text was seen; read choices[0].delta.content", False
+        return False, pick("ttft_s is None: no visible text was seen; read "
+                           "choices[0].delta.content",
+                           "ttft_s 是 None：沒看到任何可見文字；請讀 "
+                           "choices[0].delta.content"), False
     if ttft < script.ttft_s - TIMER_EARLY_S:
-        return False, (f"your TTFT ({ttft:.2f} s) came before the answer's first visible text: "
-                       "a chunk may carry only the role, reasoning, or whitespace"), False
+        return False, pick(f"your TTFT ({ttft:.2f} s) came before the answer's first visible "
+                           "text: a chunk may carry only the role, reasoning, or whitespace",
+                           f"你的首字等待（{ttft:.2f} 秒）比回答第一段可見文字還早："
+                           "有些 chunk 只帶角色、推理內容或空白"), False
     if abs(ttft - completion) < 0.02:
-        return False, ("TTFT equals the completion time: take the first token's time inside the "
-                       "loop, when its chunk arrives"), False
+        return False, pick("TTFT equals the completion time: take the first token's time inside "
+                           "the loop, when its chunk arrives",
+                           "首字等待和完成時間一樣：要在迴圈裡、第一個 token 的 chunk 抵達時"
+                           "記下時間"), False
     if ttft > script.ttft_s + TIMER_LATE_S:
-        return False, (f"your TTFT ({ttft:.2f} s) is late: start the clock just before sending "
-                       "and stop it at the first chunk with visible text"), True
+        return False, pick(f"your TTFT ({ttft:.2f} s) is late: start the clock just before "
+                           "sending and stop it at the first chunk with visible text",
+                           f"你的首字等待（{ttft:.2f} 秒）太晚了：碼表要在送出前一刻開始，"
+                           "在第一個帶可見文字的 chunk 停下"), True
     if not script.last_token_s - TIMER_EARLY_S <= completion <= script.end_s + TIMER_LATE_S:
-        return False, (f"your completion time ({completion:.2f} s) is off: it runs from sending "
-                       "to the end of the stream"), True
-    return True, (f"your stopwatch read TTFT {ttft:.3f} s, completion {completion:.3f} s, {n} "
-                  f"tokens; the server's script: {script.ttft_s:.2f} s, {script.end_s:.2f} s "
-                  f"(last token {script.last_token_s:.2f} s), {script.n_tokens} tokens. Now time "
-                  f"a request to a live server with it and compare with labkit.bench's client "
-                  f"(section 4)."), False
+        return False, pick(f"your completion time ({completion:.2f} s) is off: it runs from "
+                           "sending to the end of the stream",
+                           f"你的完成時間（{completion:.2f} 秒）不對：它從送出一直算到串流"
+                           "結束"), True
+    return True, pick(f"your stopwatch read TTFT {ttft:.3f} s, completion {completion:.3f} s, "
+                      f"{n} tokens; the server's script: {script.ttft_s:.2f} s, "
+                      f"{script.end_s:.2f} s (last token {script.last_token_s:.2f} s), "
+                      f"{script.n_tokens} tokens. Now time a request to a live server with it and "
+                      f"compare with labkit.bench's client (section 4).",
+                      f"你的碼表讀到首字等待 {ttft:.3f} 秒、完成 {completion:.3f} 秒、{n} 個 "
+                      f"token；伺服器的劇本是 {script.ttft_s:.2f} 秒、{script.end_s:.2f} 秒"
+                      f"（最後一個 token 在 {script.last_token_s:.2f} 秒）、{script.n_tokens} 個 "
+                      f"token。接著用它替真的伺服器上的請求計時，和 labkit.bench 的用戶端比較"
+                      f"（第 4 節）。"), False
 
 
-@exercise("5.7", "Write timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens): send one "
-                 "streaming chat request and time it as the worksheet does.", kind=CODE)
+@exercise("5.7", Both("Write timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens): send "
+                      "one streaming chat request and time it as the worksheet does.",
+                      "寫出 timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens)：送出一個"
+                      "串流的聊天請求，用工作表的方式替它計時。"), kind=CODE)
 def _timer(fn):
     from ..stream_stub import Script, ScriptedServer
     script = Script.default()
@@ -195,8 +275,11 @@ def _timer(fn):
             except LearnerCodeError as exc:
                 if srv.misses and not srv.requests:
                     method, path = srv.misses[-1]
-                    return False, (f"{exc}. The server was asked for {method} {path}; chat "
-                                   f"requests go to POST base_url + '/v1/chat/completions'")
+                    return False, pick(f"{exc}. The server was asked for {method} {path}; "
+                                       f"chat requests go to POST base_url + "
+                                       f"'/v1/chat/completions'",
+                                       f"{exc}。伺服器收到的是 {method} {path}；聊天請求"
+                                       f"要送到 POST base_url + '/v1/chat/completions'")
                 raise
         right, hint, retry = _timer_verdict(script, srv, out)
         if right or not retry:
@@ -206,16 +289,26 @@ def _timer(fn):
 
 # ---------------------------------------------------------------------------- 5.8 decode speed
 
-@exercise("5.8", "A request generated 35 tokens; its first token came 2.50 s after it was sent "
-                 "and its last at 3.35 s. From the client's clock, its decode speed in tok/s?")
+@exercise("5.8", Both("A request generated 35 tokens; its first token came 2.50 s after it was "
+                      "sent and its last at 3.35 s. From the client's clock, its decode speed in "
+                      "tok/s?",
+                      "一個請求生成了 35 個 token；送出後 2.50 秒收到第一個 token，3.35 秒收到"
+                      "最後一個。只看用戶端的時鐘，它的解碼速度是多少 tok/s？"))
 def _decode_speed(answer):
-    v = as_number(answer)
+    v = _number(answer)
     if 34 / 0.85 * 0.95 <= v <= 35 / 0.85 * 1.05:
-        return True, ("the server's timings.predicted_per_second measures the same span, first "
-                      "token to last, on its own clock")
+        return True, pick("the server's timings.predicted_per_second measures the same span, "
+                          "first token to last, on its own clock",
+                          "伺服器的 timings.predicted_per_second 量的是同一段，從第一個 token "
+                          "到最後一個，只是用它自己的時鐘")
     if abs(v - 35 / 3.35) < 0.2:
-        return False, ("that divides by the whole time since sending, which includes waiting "
-                       "for a slot and reading the prompt; decode speed starts at the first token")
+        return False, pick("that divides by the whole time since sending, which includes "
+                           "waiting for a slot and reading the prompt; decode speed starts at "
+                           "the first token",
+                           "那是除以從送出開始的全部時間，裡面包含等槽位和讀提示；"
+                           "解碼速度要從第一個 token 開始算")
     if abs(v - 35 / 2.5) < 0.2:
-        return False, "2.50 s is the time to the first token: decode happens after it"
-    return False, "tok/s = tokens generated during decode / the seconds decode took"
+        return False, pick("2.50 s is the time to the first token: decode happens after it",
+                           "2.50 秒是等到第一個 token 的時間：解碼發生在那之後")
+    return False, pick("tok/s = tokens generated during decode / the seconds decode took",
+                       "tok/s = 解碼期間生成的 token 數 ÷ 解碼花的秒數")
