@@ -75,7 +75,7 @@ def _fits(answer):
         return True, ""
     return False, pick("work out how many cells one split slot holds here, and whether the "
                        "request gets as far as a first token or an answer at all",
-                       "先算出這裡一個分割槽位放得下幾格，再想想這個請求究竟有沒有走到"
+                       "先算出這裡每個分割槽位有幾格，再想想這個請求究竟有沒有走到"
                        "第一個 token 或交出答案")
 
 

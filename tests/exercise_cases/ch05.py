@@ -65,9 +65,9 @@ def _wrong_path(base_url, prompt):
 
 WRONG = {
     "5.1": [8, 768, "12"],
-    "5.2": [True, "yes", "通過"],
-    "5.3": ["ttft", "correct", "等待可接受", "交件正確"],
-    "5.4": ["faster", "更快"],
+    "5.2": [True, "yes", "通過", "是"],
+    "5.3": ["ttft", "correct", "等待可接受", "交件正確", "首字等待", "答對"],
+    "5.4": ["faster", "更快", "變快"],
     "5.5": [0, 1e9, "fast"],
     "5.6": ["bandwidth", "a bigger GPU", 3],
     "5.7": [_first_chunk_timer, _chunk_counter, _whole_answer_timer, _wrong_path,
