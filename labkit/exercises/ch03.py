@@ -4,24 +4,45 @@ unused cells under split and paged KV, and what a context holds in tokens of two
 from __future__ import annotations
 
 from .. import capacity, catalog, kv
+from ..i18n import Both, pick
 from . import CODE, as_number, call, close, exercise, open_question
 
 SEED_8B = catalog.get("llama-3.1-8b")
 
 
-@exercise("3.1", f"Bytes per token of the seed's 8B model ({SEED_8B.n_layer} layers, "
-                 f"{SEED_8B.n_head_kv} KV heads, head dim {SEED_8B.head_dim}) with a q8_0 KV cache?")
+@exercise("3.1", Both(f"Bytes per token of the seed's 8B model ({SEED_8B.n_layer} layers, "
+                      f"{SEED_8B.n_head_kv} KV heads, head dim {SEED_8B.head_dim}) with a q8_0 KV "
+                      "cache?",
+                      f"種子文章的 8B 模型（{SEED_8B.n_layer} 層、{SEED_8B.n_head_kv} 個 KV 頭、"
+                      f"頭維度 {SEED_8B.head_dim}）用 q8_0 的 KV 快取，每個 token 要幾個位元組？"))
 def _q8(answer):
     want = SEED_8B.kv_bytes_per_token("q8_0")
-    v = as_number(answer)
+    v = _number(answer)
     if close(v, want):
         return True, ""
     if close(v, SEED_8B.kv_bytes_per_token("f16")):
-        return False, "that is the f16 figure; q8_0 stores 32 values in 34 bytes"
+        return False, pick("that is the f16 figure; q8_0 stores 32 values in 34 bytes",
+                           "那是 f16 的數字；q8_0 用 34 個位元組存 32 個值")
     if close(v, 2 * SEED_8B.n_layer * SEED_8B.n_head_kv * SEED_8B.head_dim):
-        return False, "q8_0 is not 1 byte per value: each block of 32 values carries a 2-byte scale"
-    return False, ("the formula of section 1 holds for every cache type; only the bytes per value "
-                   "change, and a q8_0 block stores its 32 values together with a scale")
+        return False, pick("q8_0 is not 1 byte per value: each block of 32 values carries a 2-byte "
+                           "scale", "q8_0 不是每個值 1 個位元組：每一塊 32 個值還帶著一個 2 位元組的縮放係數")
+    return False, pick("the formula of section 1 holds for every cache type; only the bytes per "
+                       "value change, and a q8_0 block stores its 32 values together with a scale",
+                       "第 1 節的公式對每種快取型別都成立，變的只有每個值的位元組數；"
+                       "q8_0 的一塊把 32 個值和一個縮放係數存在一起")
+
+
+def _number(answer) -> float:
+    """A number, also when written with a Chinese counter or unit ("18 段", "69,632 位元組")."""
+    if isinstance(answer, str):
+        answer = answer.strip()
+        for unit in ("段對話", "段", "個位元組", "個", "格"):
+            answer = answer.removesuffix(unit).strip()
+    try:
+        return as_number(answer)
+    except ValueError:
+        raise ValueError(pick("expected a number, such as 1024 or \"1,024 bytes\"",
+                              "這裡要的是數字，例如 1024 或 \"1,024 位元組\"")) from None
 
 
 def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
@@ -29,15 +50,19 @@ def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
     return kv.kv_cache_bytes(describe(with_hash=False), n_ctx, kv_type) / 2**20
 
 
-@exercise("3.2", "How many MiB of KV cache does the embedded model need for 4096 cells in f16?")
+@exercise("3.2", Both("How many MiB of KV cache does the embedded model need for 4096 cells in "
+                      "f16?", "內建模型用 f16 存 4096 格，KV 快取要幾 MiB？"))
 def _embedded(answer):
     want = embedded_kv_mib()
-    v = as_number(answer)
+    v = _number(answer)
     if close(v, want, abs_=0.01):
         return True, ""
     if close(v, want * 2**20, rel=1e-6):
-        return False, "that is in bytes; divide by 2**20 for MiB"
-    return False, "use the model's own n_layer, n_head_kv and head_dim (info above) and 2 bytes per value"
+        return False, pick("that is in bytes; divide by 2**20 for MiB",
+                           "那是位元組數；除以 2**20 才是 MiB")
+    return False, pick("use the model's own n_layer, n_head_kv and head_dim (info above) and 2 "
+                       "bytes per value", "用這個模型自己的 n_layer、n_head_kv 和 head_dim（上面的 "
+                       "info），每個值 2 個位元組")
 
 
 def conversations_24gib_q8() -> int:
@@ -45,33 +70,43 @@ def conversations_24gib_q8() -> int:
                          tokens_per_conversation=8192).conversations
 
 
-@exercise("3.3", "With the capacity calculator: a 24 GiB GPU, Llama-3.1-8B Q4_K_M, 1 GiB "
-                 "overhead, q8_0 KV cache. How many 8192-token conversations fit at once?")
+@exercise("3.3", Both("With the capacity calculator: a 24 GiB GPU, Llama-3.1-8B Q4_K_M, 1 GiB "
+                      "overhead, q8_0 KV cache. How many 8192-token conversations fit at once?",
+                      "用容量計算器：24 GiB 的 GPU、Llama-3.1-8B Q4_K_M、1 GiB 的額外開銷、"
+                      "q8_0 的 KV 快取。同時放得下幾段 8192 個 token 的對話？"))
 def _calc(answer):
     want = conversations_24gib_q8()
-    v = as_number(answer)
+    v = _number(answer)
     if v == want:
         return True, ""
     f16 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="f16", tokens_per_conversation=8192)
     if v == f16.conversations:
-        return False, "that is the figure for the default KV type: which type does the question ask for?"
+        return False, pick("that is the figure for the default KV type: which type does the "
+                           "question ask for?", "那是預設 KV 型別的數字：題目問的是哪一種型別？")
     if v <= 0:
-        return False, ("some must fit: 24 GiB less the weights and the overhead leaves room for "
-                       "several long conversations")
-    return False, ("check each setting against the question: the GPU's size, the model, the "
-                   "overhead, the KV type and the length of one conversation")
+        return False, pick("some must fit: 24 GiB less the weights and the overhead leaves room "
+                           "for several long conversations",
+                           "一定放得下幾段：24 GiB 扣掉權重和額外開銷，還夠放好幾段長對話")
+    return False, pick("check each setting against the question: the GPU's size, the model, the "
+                       "overhead, the KV type and the length of one conversation",
+                       "逐項對照題目檢查設定：GPU 的大小、模型、額外開銷、KV 型別，以及一段對話的長度")
 
 
-@exercise("3.4", f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only {SEED_8B.n_head_kv} "
-                 "KV heads (grouped-query attention). By what factor would its KV cache grow if "
-                 "every query head kept its own keys and values?")
+@exercise("3.4", Both(f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only "
+                      f"{SEED_8B.n_head_kv} KV heads (grouped-query attention). By what factor "
+                      "would its KV cache grow if every query head kept its own keys and values?",
+                      f"Llama-3.1-8B 有 {SEED_8B.n_head} 個查詢頭，卻只有 {SEED_8B.n_head_kv} 個 "
+                      "KV 頭（分組查詢注意力，GQA）。如果每個查詢頭都保有自己的鍵和值，"
+                      "它的 KV 快取會變成幾倍？"))
 def _gqa(answer):
-    v = as_number(answer)
+    v = _number(answer)
     if close(v, SEED_8B.gqa_group):
         return True, ""
     if close(v, 1 / SEED_8B.gqa_group):
-        return False, "the question asks how much it would grow: more KV heads, more bytes"
-    return False, "bytes per token are proportional to n_head_kv"
+        return False, pick("the question asks how much it would grow: more KV heads, more bytes",
+                           "題目問的是會變大多少：KV 頭越多，位元組越多")
+    return False, pick("bytes per token are proportional to n_head_kv",
+                       "每個 token 的位元組數和 n_head_kv 成正比")
 
 
 SPLIT_STRIPE, BLOCK = 2048, 16
@@ -83,36 +118,45 @@ def unused_cells(held: int = 410) -> tuple[int, int]:
     return SPLIT_STRIPE - held, BLOCK * -(-held // BLOCK) - held
 
 
-@exercise("3.5", "Split KV gives each of 4 slots 2048 cells; paged KV uses blocks of 16 cells. A "
-                 "request holds 410 cells. How many cells are reserved for it but unused under "
-                 "split and under paged? Answer with a pair (split, paged).")
+@exercise("3.5", Both("Split KV gives each of 4 slots 2048 cells; paged KV uses blocks of 16 "
+                      "cells. A request holds 410 cells. How many cells are reserved for it but "
+                      "unused under split and under paged? Answer with a pair (split, paged).",
+                      "分割 KV 給 4 個槽位各 2048 格；分頁 KV 用 16 格一塊的區塊。一個請求占了 "
+                      "410 格。在分割和分頁之下，替它保留卻沒用到的各有幾格？用一對數字回答："
+                      "(分割, 分頁)。"))
 def _unused(answer):
-    if isinstance(answer, dict) or isinstance(answer, str) or len(answer) != 2:
-        return False, "answer with a pair of numbers, (split, paged)"
-    split, paged = (as_number(x) for x in answer)
+    if isinstance(answer, (dict, str)) or not hasattr(answer, "__len__") or len(answer) != 2:
+        return False, pick("answer with a pair of numbers, (split, paged)",
+                           "請用一對數字回答：(分割, 分頁)")
+    split, paged = (_number(x) for x in answer)
     want_split, want_paged = unused_cells()
     ok_split = split in (want_split, want_split + 1)       # 410 or 409 cells counted as held
     ok_paged = paged in (want_paged, want_paged + 1)
     if ok_split and ok_paged:
         return True, ""
     if (paged, split) == (want_split, want_paged):
-        return False, "the pair is the wrong way round: split first, then paged"
+        return False, pick("the pair is the wrong way round: split first, then paged",
+                           "兩個數字的順序反了：先寫分割，再寫分頁")
     hints = []
     if not ok_split:
-        hints.append("split: the slot's whole stripe is set aside for this one request, "
-                     "whatever it holds")
+        hints.append(pick("split: the slot's whole stripe is set aside for this one request, "
+                          "whatever it holds",
+                          "分割：不管這個請求實際占了多少，槽位的整段都替它留著"))
     if not ok_paged:
-        hints.append("paged: blocks are taken whole, one at a time as the request grows; only "
-                     "the last one can be partly empty")
-    return False, "; ".join(hints)
+        hints.append(pick("paged: blocks are taken whole, one at a time as the request grows; "
+                          "only the last one can be partly empty",
+                          "分頁：區塊是整塊整塊拿的，請求長大時一次拿一塊；只有最後一塊可能沒填滿"))
+    return False, pick("; ", "；").join(hints)
 
 
 open_question(
     "3.6",
-    "A support team in Taipei plans -c 16384 -np 4 (split KV) so that each customer can paste "
-    "about 4,000 characters. Using your characters per token, will it fit? What would you "
-    "measure before choosing -c?",
-    model_answer=(
+    Both("A support team in Taipei plans -c 16384 -np 4 (split KV) so that each customer can paste "
+         "about 4,000 characters. Using your characters per token, will it fit? What would you "
+         "measure before choosing -c?",
+         "台北的客服團隊打算用 -c 16384 -np 4（分割 KV），好讓每位客人能貼上大約 4,000 個字。"
+         "用你量到的每 token 字元數算算看：放得下嗎？決定 -c 之前，你會先量什麼？"),
+    model_answer=Both(
         "No. Split KV gives each of the 4 slots 16384 / 4 = 4,096 tokens, prompt and answer "
         "together. At the 0.53 characters per token I measured for Traditional Chinese with "
         "the embedded model's tokenizer, 4,000 characters are about 7,500 tokens, nearly twice "
@@ -120,12 +164,22 @@ open_question(
         "same 4,000 characters would be about 900 tokens. Before choosing -c I would tokenize "
         "a sample of real customer messages with the tokenizer of the model we will serve, "
         "take a high percentile of their tokens, add the longest answer we allow, and size "
-        "n_ctx_slot (and so -c = slots x that) from it."),
-    rubric=["converts characters to tokens with the measured ratio, not one token per character",
-            "compares with the per-slot limit (n_ctx / n_slots with split KV), not all of -c",
-            "leaves room for the answer: prompt and answer share the slot",
-            "measures real messages with the served model's own tokenizer (another tokenizer "
-            "gives another ratio)"],
+        "n_ctx_slot (and so -c = slots x that) from it.",
+        "放不下。分割 KV 讓 4 個槽位各分到 16384 / 4 = 4,096 個 token，提示和回答一起算。"
+        "我用內建模型的 tokenizer 量到繁體中文每個 token 約 0.53 個字，4,000 個字就是大約 "
+        "7,500 個 token，快要兩個槽位那麼長，伺服器會拒絕；同樣 4,000 個字元的英文（每個 token "
+        "約 4.4 個字元）只要大約 900 個 token。決定 -c 之前，我會拿一批真實的客人訊息，用我們要"
+        "上線的模型自己的 tokenizer 切一遍，取 token 數的高百分位，再加上允許的最長回答，"
+        "用它來定 n_ctx_slot（於是 -c = 槽位數 x n_ctx_slot）。"),
+    rubric=[Both("converts characters to tokens with the measured ratio, not one token per "
+                 "character", "用量到的比例把字數換成 token 數，而不是一個字算一個 token"),
+            Both("compares with the per-slot limit (n_ctx / n_slots with split KV), not all of -c",
+                 "拿來比的是每個槽位的上限（分割 KV 時是 n_ctx / n_slots），不是整個 -c"),
+            Both("leaves room for the answer: prompt and answer share the slot",
+                 "替回答留了空間：提示和回答共用同一個槽位"),
+            Both("measures real messages with the served model's own tokenizer (another "
+                 "tokenizer gives another ratio)",
+                 "用要上線的模型自己的 tokenizer 量真實訊息（換一個 tokenizer，比例就不同）")],
     min_words=30, needs_number=True)
 
 
@@ -155,9 +209,13 @@ CHARS_CASES = [
 ]
 
 
-@exercise("3.7", "Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how many "
-                 "characters of text like `sample` fit in one slot, keeping answer_tokens for the "
-                 "answer. `tokenize(text)` returns the text's list of tokens.", kind=CODE)
+@exercise("3.7", Both("Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how "
+                      "many characters of text like `sample` fit in one slot, keeping "
+                      "answer_tokens for the answer. `tokenize(text)` returns the text's list of "
+                      "tokens.",
+                      "寫一個函式 (n_ctx_slot, sample, tokenize, answer_tokens) -> int：一個槽位"
+                      "留下 answer_tokens 給回答之後，還放得下幾個像 `sample` 這樣的文字的字元？"
+                      "`tokenize(text)` 傳回這段文字的 token 清單。"), kind=CODE)
 def _chars_fit(fn):
     for n_ctx_slot, sample, tokenize, answer_tokens in CHARS_CASES:
         want = chars_that_fit(n_ctx_slot, sample, tokenize, answer_tokens)
@@ -166,13 +224,19 @@ def _chars_fit(fn):
             continue
         n_tok, n_chr = len(tokenize(sample)), len(sample)
         if abs(got - (n_ctx_slot - answer_tokens)) <= 1 or abs(got - n_ctx_slot) <= 1:
-            return False, ("a token is not a character: use the sample to find out how many "
-                           "characters one token carries")
+            return False, pick("a token is not a character: use the sample to find out how many "
+                               "characters one token carries",
+                               "token 不是字元：用 sample 算出一個 token 平均裝幾個字元")
         if abs(got - n_ctx_slot * n_chr / n_tok) <= 1:
-            return False, "the answer shares the slot with the prompt: keep its tokens aside"
+            return False, pick("the answer shares the slot with the prompt: keep its tokens aside",
+                               "回答和提示共用同一個槽位：先把回答的 token 留出來")
         if abs(got - (n_ctx_slot - answer_tokens) * n_tok / n_chr) <= 1:
-            return False, ("check the units: the result is in characters, and what you multiply "
-                           "by should be characters per token")
-        return False, (f"for a {n_ctx_slot}-token slot, {answer_tokens} answer tokens and a "
-                       f"sample of {n_chr} characters in {n_tok} tokens, your function gave {got:g}")
+            return False, pick("check the units: the result is in characters, and what you "
+                               "multiply by should be characters per token",
+                               "檢查單位：結果是字元數，你乘上的應該是每個 token 的字元數")
+        return False, pick(f"for a {n_ctx_slot}-token slot, {answer_tokens} answer tokens and a "
+                           f"sample of {n_chr} characters in {n_tok} tokens, your function gave "
+                           f"{got:g}",
+                           f"槽位 {n_ctx_slot} 個 token、回答 {answer_tokens} 個 token、sample 有 "
+                           f"{n_chr} 個字元共 {n_tok} 個 token 時，你的函式傳回 {got:g}")
     return True, ""

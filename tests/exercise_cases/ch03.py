@@ -11,9 +11,10 @@ WRONG = {
     "3.6": ["it will not fit", "No, because Chinese takes more tokens per character than English "
             "with this tokenizer, so the pasted text is longer in tokens than a slot holds; I would "
             "measure real messages with the model's tokenizer first."],
-    # one token per character; the answer forgotten; the ratio upside down; raises
+    # one token per character; the answer forgotten; the ratio upside down; raises (it divides
+    # by the tokens of an empty string)
     "3.7": [lambda n, s, tok, a: n - a,
             lambda n, s, tok, a: int(n * len(s) / len(tok(s))),
             lambda n, s, tok, a: int((n - a) * len(tok(s)) / len(s)),
-            lambda n, s, tok, a: (n - a) / len(s.split()[7])],
+            lambda n, s, tok, a: (n - a) * len(s) / len(tok(s.strip(s)))],
 }
