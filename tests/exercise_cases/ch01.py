@@ -24,7 +24,10 @@ WRONG = {
              "notes": "KV cache", "refilling tables at every step": "continuous batching"},
             {"table": "slot"}, "slot",
             {"guest's order": "請求", "table": "桌面", "table top": "窗口", "notes": "已讀筆記",
-             "refilling tables at every step": "連續批次"}],
+             "refilling tables at every step": "連續批次"},
+            # seed 000's restaurant words as keys, and copied as values
+            {"正在辦的單": "正在辦的單", "窗口": "窗口", "桌面": "桌面", "已讀筆記": "已讀筆記",
+             "每輪換桌名單": "每輪換桌名單"}],
     "1.2": [400, 10],
     "1.3": [1, 8],
     "1.4": [200, 3],
@@ -35,5 +38,5 @@ WRONG = {
             "steps, and llama.cpp does it with plain cells; PagedAttention is about memory waste "
             "and lets a bigger batch fit, which matters on a GPU."],
     # the continuous schedule unchanged; a function that raises
-    "1.7": [_continuous, lambda guests, slots, cost: guests[0]["prompt"]],
+    "1.7": [_continuous, lambda guests, slots, cost: [1 / 0]],
 }
