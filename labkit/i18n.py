@@ -110,6 +110,18 @@ CATALOGUE: dict[str, dict[str, str]] = {
                                 "this model (see data/README.md)",
                           "zh-TW": "工作負載 {name}：只用來量時間，答對率不代表這個模型的能力"
                                    "（見 data/README.md）"},
+    # ---- labkit sim
+    "sim.error": {"en": "error: {error}", "zh-TW": "錯誤：{error}"},
+    "sim.workload": {"en": "workload: {n} requests, {rate}/s, mean prompt {prompt}, "
+                           "mean output {output} tokens",
+                     "zh-TW": "工作負載：{n} 個請求，每秒 {rate} 個，提示平均 {prompt} 個 token，"
+                              "輸出平均 {output} 個 token"},
+    "sim.workload_named": {"en": "workload: {workload}", "zh-TW": "工作負載：{workload}"},
+    "sim.cost": {"en": "cost: {cost}", "zh-TW": "步驟成本：{cost}"},
+    "sim.goodput": {"en": "goodput: requests/s with TTFT <= {ttft}s and TPOT <= {tpot}s",
+                    "zh-TW": "有效吞吐（goodput）：每秒首字等待 <= {ttft}s 且每 token 時間 <= {tpot}s "
+                             "的請求數"},
+    "sim.wrote": {"en": "wrote {path}", "zh-TW": "已寫入 {path}"},
     # ---- exercise verdicts (labkit.exercises.CheckResult), ready for its owner to use
     "check.exercise": {"en": "Exercise {id}", "zh-TW": "練習 {id}"},
     "check.correct": {"en": "✔ correct", "zh-TW": "✔ 正確"},

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..i18n import pick
+
 FULL = {"prompts": (64, 2048), "n_prompts": 10, "outputs": (8, 160), "in_flight": (1, 2, 4)}
 QUICK = {"prompts": (64, 1024), "n_prompts": 5, "outputs": (4, 48), "in_flight": (1, 2)}
 SEED = 20261130
@@ -241,7 +243,8 @@ def run(quick: bool = False, *, the_plan: Plan | None = None, n_threads: int = 2
                     break
                 tries += 1
                 if progress:
-                    print(f"  {n} in flight: others used {monitor.cores:.2f} cores, again",
+                    print(pick(f"  {n} in flight: others used {monitor.cores:.2f} cores, again",
+                               f"  在途 {n} 個：其他行程用了 {monitor.cores:.2f} 個核心，重來一次"),
                           flush=True)
             loads.append(la)
             foreign.append(monitor.cores)
@@ -251,8 +254,10 @@ def run(quick: bool = False, *, the_plan: Plan | None = None, n_threads: int = 2
             steps.append(st.assign(in_flight=n))
             slots.append(sl.assign(in_flight=n))
             if progress:
-                print(f"  {n} in flight: {len(r)} requests, {len(st)} steps, "
-                      f"load {loads[-1]:.2f}, others {foreign[-1]:.2f} cores", flush=True)
+                print(pick(f"  {n} in flight: {len(r)} requests, {len(st)} steps, "
+                           f"load {loads[-1]:.2f}, others {foreign[-1]:.2f} cores",
+                           f"  在途 {n} 個：{len(r)} 個請求，{len(st)} 個步驟，"
+                           f"負載 {loads[-1]:.2f}，其他行程 {foreign[-1]:.2f} 個核心"), flush=True)
     rows_df = pd.concat(rows, ignore_index=True)
     slots_df = pd.concat(slots, ignore_index=True)
     steps_df = pd.concat(steps, ignore_index=True)

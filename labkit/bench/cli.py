@@ -70,52 +70,77 @@ def _prompt_path():
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..i18n import pick as _
     p = argparse.ArgumentParser(
         prog="labkit bench",
-        description="Measure a server on the 12-document workload: 1/2/4 slots x split/unified "
-                    "KV, a fresh server every round; print the worksheet and write "
-                    "results/<timestamp>/.",
+        description=_("Measure a server on the 12-document workload: 1/2/4 slots x split/unified "
+                      "KV, a fresh server every round; print the worksheet and write "
+                      "results/<timestamp>/.",
+                      "用 12 份文件的工作負載量測伺服器：1/2/4 個槽位 × 分割／統一 KV，每一輪都"
+                      "重新啟動伺服器；印出工作表並寫入 results/<timestamp>/。"),
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--workload", "-w", nargs="+", default=["short"],
-                   help="workload names (short, long, overlong, shared_prefix, decode_heavy; "
-                        "short-zh and long-zh: the same task in Traditional Chinese) "
-                        "or JSON paths")
-    p.add_argument("--rounds", "-r", type=int, default=None, help="rounds (default 3; quick: 1)")
-    p.add_argument("--slots", type=int, nargs="+", default=None, help="slot counts (default 1 2 4)")
+                   help=_("workload names (short, long, overlong, shared_prefix, decode_heavy; "
+                          "short-zh and long-zh: the same task in Traditional Chinese) "
+                          "or JSON paths",
+                          "工作負載名稱（short、long、overlong、shared_prefix、decode_heavy；"
+                          "short-zh 與 long-zh：同樣的任務，以繁體中文撰寫）或 JSON 路徑"))
+    p.add_argument("--rounds", "-r", type=int, default=None,
+                   help=_("rounds (default 3; quick: 1)", "輪數（預設 3；快速模式：1）"))
+    p.add_argument("--slots", type=int, nargs="+", default=None,
+                   help=_("slot counts (default 1 2 4)", "槽位數（預設 1 2 4）"))
     p.add_argument("--kv", nargs="+", choices=["split", "unified"], default=None,
-                   help="KV modes (default: split unified)")
+                   help=_("KV modes (default: split unified)", "KV 模式（預設：split unified）"))
     p.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=DEFAULT_N_CTX,
-                   help=f"the KV pool n_ctx (default {DEFAULT_N_CTX})")
+                   help=_(f"the KV pool n_ctx (default {DEFAULT_N_CTX})",
+                          f"KV 池的 n_ctx（預設 {DEFAULT_N_CTX}）"))
     p.add_argument("--in-flight", type=int, nargs="+", default=None,
-                   help="client concurrency (default: equal to the slot count)")
+                   help=_("client concurrency (default: equal to the slot count)",
+                          "客戶端並行數（預設：等於槽位數）"))
     p.add_argument("--rate", type=float, default=None,
-                   help="open loop: Poisson arrivals at this many requests/s")
-    p.add_argument("--burst", type=int, default=1, help="open loop: requests per arrival")
+                   help=_("open loop: Poisson arrivals at this many requests/s",
+                          "開放迴路：每秒這麼多個請求的卜瓦松到達"))
+    p.add_argument("--burst", type=int, default=1,
+                   help=_("open loop: requests per arrival", "開放迴路：每次到達的請求數"))
     p.add_argument("--cache-prompt", action="store_true",
-                   help="let the server reuse cached prompt prefixes (off by default)")
+                   help=_("let the server reuse cached prompt prefixes (off by default)",
+                          "讓伺服器重用快取的提示前綴（預設關閉）"))
     p.add_argument("--json-schema", action="store_true",
-                   help="constrain answers with response_format json_schema (llama.cpp's grammar "
-                        "sampler); off by default: the prompt alone is measured")
-    p.add_argument("--max-docs", type=int, default=None, help="use the first N documents only")
+                   help=_("constrain answers with response_format json_schema (llama.cpp's grammar "
+                          "sampler); off by default: the prompt alone is measured",
+                          "用 response_format json_schema（llama.cpp 的文法取樣器）限制回答；"
+                          "預設關閉：只量測提示本身"))
+    p.add_argument("--max-docs", type=int, default=None,
+                   help=_("use the first N documents only", "只用前 N 份文件"))
     p.add_argument("--ttft-threshold", type=float, default=10.0,
-                   help="your TTFT gate in seconds (default 10)")
+                   help=_("your TTFT gate in seconds (default 10)",
+                          "你的首字等待（TTFT）門檻，單位秒（預設 10）"))
     p.add_argument("--model", "-m", default=None,
-                   help="GGUF file, or synthetic:NAME[:QUANT] for a timing-only run on a model "
-                        "shape with random weights (default: the embedded model)")
+                   help=_("GGUF file, or synthetic:NAME[:QUANT] for a timing-only run on a model "
+                          "shape with random weights (default: the embedded model)",
+                          "GGUF 檔，或 synthetic:NAME[:QUANT]：用隨機權重的模型形狀只量時間"
+                          "（預設：內建的模型）"))
     ngl = setting("n_gpu_layers")
     p.add_argument(*ngl.flags, dest="n_gpu_layers", type=ngl.parse_cli, default=ngl.default,
                    help=f"{ngl.help} ({ngl.allowed}; default {ngl.default})")
     p.add_argument("--threads", "-t", type=int, default=None,
-                   help="CPU threads for the server (default: the cores available minus one)")
+                   help=_("CPU threads for the server (default: the cores available minus one)",
+                          "伺服器的 CPU 執行緒數（預設：可用核心數減一）"))
     srv = p.add_mutually_exclusive_group()
     srv.add_argument("--server", choices=["labkit", "xllamacpp", "llama_cpp.server"],
-                     default="labkit", help="which server the launcher starts (default labkit)")
+                     default="labkit", help=_("which server the launcher starts (default labkit)",
+                                              "要啟動哪一種伺服器（預設 labkit）"))
     srv.add_argument("--server-cmd", default=None,
-                     help="a llama-server binary to start instead (llama-server's flags)")
+                     help=_("a llama-server binary to start instead (llama-server's flags)",
+                            "改啟動這個 llama-server 執行檔（參數同 llama-server）"))
     srv.add_argument("--base-url", nargs="+", default=None,
-                     help="measure servers already running at these URLs (no restarts)")
-    p.add_argument("--out", default="results", help="parent folder of the results (default results)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+                     help=_("measure servers already running at these URLs (no restarts)",
+                            "量測已在這些 URL 執行的伺服器（不重新啟動）"))
+    p.add_argument("--out", default="results",
+                   help=_("parent folder of the results (default results)",
+                          "結果的上層資料夾（預設 results）"))
+    p.add_argument("--no-progress", action="store_true",
+                   help=_("no progress bar", "不顯示進度列"))
     return p
 
 
@@ -200,7 +225,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             "wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
             "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
             "sampled_peak_mib", "verdict"]
-    print(to_markdown(ws[[c for c in cols if c in ws]]))
+    from ..i18n import show
+    print(to_markdown(show(ws[[c for c in cols if c in ws]])))
     mem = ws["memory"].iloc[0] if len(ws) else ""
     sha = ws["model_sha256"].iloc[0] if len(ws) else ""
     print(t("bench.summary", sha=sha, memory=mem, rounds=rounds, gate=f"{args.ttft_threshold:g}"))

@@ -131,33 +131,39 @@ def _variants(a) -> dict:
 
 
 def main(argv=None) -> int:
+    from ..i18n import language, show as shown, t
     a = build_parser().parse_args(argv)
     try:
         cost = cost_mod.preset(a.cost)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(t("sim.error", error=e), file=sys.stderr)
         return 2
     wl = _workload(a)
     table = compare(wl, _variants(a), ttft_slo=a.ttft_slo, tpot_slo=a.tpot_slo,
                     slots=a.slots, cost=cost, n_batch=a.n_batch)
     if isinstance(wl, list):
         ol = arrivals.offered_load(wl)
-        print(f"workload: {ol['n']} requests, {ol['rate']:.2f}/s, mean prompt {ol['mean_prompt']:.0f}, "
-              f"mean output {ol['mean_output']:.0f} tokens")
+        print(t("sim.workload", n=ol["n"], rate=f"{ol['rate']:.2f}",
+                prompt=f"{ol['mean_prompt']:.0f}", output=f"{ol['mean_output']:.0f}"))
     else:
-        print(f"workload: {wl}")
-    print(f"cost: {cost}")
+        print(t("sim.workload_named", workload=wl))
+    print(t("sim.cost", cost=cost))
     show = table[["label", "ok", "length", "refused", "failed", "preemptions", "throughput_tok_s",
                   "ttft_p50", "ttft_p99", "tpot_p50", "e2e_mean", "queue_wait_max", "starved",
-                  "goodput_req_s"]].rename(columns={
-        "throughput_tok_s": "tok/s", "ttft_p50": "TTFT p50", "ttft_p99": "TTFT p99",
-        "tpot_p50": "TPOT p50", "e2e_mean": "e2e mean", "queue_wait_max": "max wait",
-        "goodput_req_s": "goodput/s", "preemptions": "preempt"})
+                  "goodput_req_s"]]
+    if language() == "zh-TW":
+        show = shown(show)
+    else:
+        show = show.rename(columns={
+            "throughput_tok_s": "tok/s", "ttft_p50": "TTFT p50", "ttft_p99": "TTFT p99",
+            "tpot_p50": "TPOT p50", "e2e_mean": "e2e mean", "queue_wait_max": "max wait",
+            "goodput_req_s": "goodput/s", "preemptions": "preempt"})
     with pd.option_context("display.width", 200, "display.max_columns", 30,
-                           "display.float_format", "{:.3f}".format):
+                           "display.float_format", "{:.3f}".format,
+                           "display.unicode.east_asian_width", language() == "zh-TW"):
         print(show.to_string(index=False))
-    print(f"goodput: requests/s with TTFT <= {a.ttft_slo:g}s and TPOT <= {a.tpot_slo:g}s")
+    print(t("sim.goodput", ttft=f"{a.ttft_slo:g}", tpot=f"{a.tpot_slo:g}"))
     if a.csv:
         table.to_csv(a.csv, index=False)
-        print(f"wrote {a.csv}")
+        print(t("sim.wrote", path=a.csv))
     return 0
