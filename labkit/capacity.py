@@ -112,8 +112,27 @@ class Capacity:
         return self.table().to_html(header=False)
 
     def table(self):
-        """A two-column summary for a notebook."""
+        """A two-column summary for a notebook (in Chinese under LABKIT_LANG=zh-TW)."""
         import pandas as pd
+
+        from .i18n import pick
+        if pick("en", "zh") == "zh":
+            mode = "統一 KV" if self.kv_unified else "分割 KV"
+            rows = [
+                ("模型", self.model),
+                ("每個 token 的 KV 位元組", f"{self.bytes_per_token:,.0f} B（{self.kv_type}）"),
+                ("設定", f"-c {self.n_ctx} -np {self.slots}，{mode}：每個槽位 "
+                         f"{self.n_ctx_slot} 個 token"),
+                ("-c 的 KV 快取", f"{self.kv_bytes / GiB:,.2f} GiB"),
+                ("權重 + 額外開銷", f"{self.weights_bytes / GiB:,.2f} + "
+                                    f"{self.overhead_bytes / GiB:,.2f} GiB"),
+                ("所需 / GPU", f"{self.needed_bytes / GiB:,.2f} / {self.gpu_bytes / GiB:,.2f} GiB"
+                               f" -> {'放得下' if self.fits else '放不下'}"),
+                ("KV 預算", f"{self.kv_budget_bytes / GiB:,.2f} GiB = {self.cells_that_fit:,} "
+                            "個 token"),
+                (f"{self.tokens_per_conversation:,} token 的對話數", f"{self.conversations:,}"),
+            ]
+            return pd.DataFrame(rows, columns=["", "值"]).set_index("")
         rows = [
             ("model", self.model),
             ("KV bytes per token", f"{self.bytes_per_token:,.0f} B ({self.kv_type})"),

@@ -165,11 +165,13 @@ def _cell(work: Work) -> str:
 
 
 def describe(work: list[Work]) -> str:
-    """One step's work in words: ``slot 0 decode #0, slot 1 prefill 34 #2``."""
+    """One step's work in words: ``slot 0 decode #0, slot 1 prefill 34 #2`` (槽位 0 decode #0、
+    … under LABKIT_LANG=zh-TW; the actions keep their names, as in the step table)."""
+    from .i18n import pick
     if not work:
-        return "nothing"
-    return ", ".join(f"slot {s} {a}{f' {n}' if a == 'prefill' else ''} #{r}"
-                     for s, r, a, n in work)
+        return pick("nothing", "什麼都沒做")
+    return pick(", ", "、").join(f"{pick('slot', '槽位')} {s} {a}{f' {n}' if a == 'prefill' else ''}"
+                                f" #{r}" for s, r, a, n in work)
 
 
 def _work(step) -> list[Work]:
@@ -202,10 +204,14 @@ def step_table(steps, n_slots: int):
     return df.round({"ms": 1})
 
 
-def side_by_side(mine, theirs, n_slots: int, names=("yours", "engine")):
+def side_by_side(mine, theirs, n_slots: int, names=None):
     """Two step tables next to each other, step by step, and whether each step did the same
-    work (``same``); a run with fewer steps has blank rows at the end."""
+    work (``same``); a run with fewer steps has blank rows at the end. ``names``: the two
+    tables' titles (default: yours, engine; 你的, 引擎 under LABKIT_LANG=zh-TW)."""
     import pandas as pd
+
+    from .i18n import pick
+    names = names or pick(("yours", "engine"), ("你的", "引擎"))
     a, b = step_table(mine, n_slots), step_table(theirs, n_slots)
     n = max(len(a), len(b))
     a, b = a.reindex(range(n)), b.reindex(range(n))
@@ -217,15 +223,21 @@ def side_by_side(mine, theirs, n_slots: int, names=("yours", "engine")):
     return df.astype(object).where(df.notna(), "")
 
 
-def first_difference(mine, theirs, names=("yours", "the engine's")) -> str | None:
-    """Where two step lists first part ways, in words, or None when every step matches."""
+def first_difference(mine, theirs, names=None) -> str | None:
+    """Where two step lists first part ways, in words (in the language in use), or None when
+    every step matches. ``names``: who made each list (default: yours, the engine's)."""
+    from .i18n import pick
+    names = names or pick(("yours", "the engine's"), ("你的排程", "引擎"))
     pa, pb = pattern(mine), pattern(theirs)
     for i, (x, y) in enumerate(zip(pa, pb)):
         if x != y:
-            return (f"step {i}: {names[0]} did {describe(sorted(x))}; "
-                    f"{names[1]} did {describe(sorted(y))}")
+            return pick(f"step {i}: {names[0]} did {describe(sorted(x))}; "
+                        f"{names[1]} did {describe(sorted(y))}",
+                        f"第 {i} 步：{names[0]}做了 {describe(sorted(x))}；"
+                        f"{names[1]}做了 {describe(sorted(y))}")
     if len(pa) != len(pb):
-        return f"{names[0]} made {len(pa)} llama_decode calls, {names[1]} {len(pb)}"
+        return pick(f"{names[0]} made {len(pa)} llama_decode calls, {names[1]} {len(pb)}",
+                    f"{names[0]}呼叫了 {len(pa)} 次 llama_decode，{names[1]} {len(pb)} 次")
     return None
 
 

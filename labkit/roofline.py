@@ -83,8 +83,21 @@ class Machine:
     load_after: float = math.nan
 
     def table(self):
-        """A two-column summary for a notebook."""
+        """A two-column summary for a notebook (its row names in Chinese under
+        LABKIT_LANG=zh-TW; where each figure came from stays as measured)."""
         import pandas as pd
+
+        from .i18n import pick
+        if pick("en", "zh") == "zh":
+            flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops) else "未知")
+            return pd.DataFrame([
+                ("記憶體頻寬", f"{self.bandwidth / GB:,.2f} GB/s"),
+                ("  來源", self.bandwidth_source),
+                ("運算速率", flops),
+                ("  來源", self.flops_source),
+                ("機器", f"{self.host}，{self.cores} 個可用核心，{self.measured_at}"),
+                ("量測前 / 後的負載平均（1 分鐘）", f"{self.load_before:.2f} / {self.load_after:.2f}"),
+            ], columns=["", "值"]).set_index("")
         flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops)
                  else "not known")
         return pd.DataFrame([

@@ -99,3 +99,27 @@ def test_english_tables_unchanged(monkeypatch):
     assert capacity.levers().iloc[0]["attention"] == "GQA (as shipped)"
     assert list(planning.defaults_table().columns) == ["input", "default", "source"]
     assert list(planning.seed_factors().columns[:2]) == ["factor", "favours"]
+
+
+def test_handbuilt_words_in_chinese(zh):
+    from labkit import handbuilt as hb
+    mine = [(20.0, [(0, 0, "prefill", 33), (1, 1, "prefill", 37)]),
+            (6.0, [(0, 2, "prefill", 35), (1, 1, "decode", 1)])]
+    theirs = [(21.0, [(1, 1, "prefill", 37), (0, 0, "prefill", 33)]),
+              (6.5, [(0, 0, "decode", 1), (1, 2, "prefill", 35)])]
+    assert hb.first_difference(mine, theirs) == (
+        "第 1 步：你的排程做了 槽位 0 prefill 35 #2、槽位 1 decode #1；"
+        "引擎做了 槽位 0 decode #0、槽位 1 prefill 35 #2")
+    assert hb.first_difference(mine, mine[:1]) == "你的排程呼叫了 2 次 llama_decode，引擎 1 次"
+    side = hb.side_by_side(mine, theirs, 2)
+    assert ("引擎", "ms") in side.columns and ("", "same") in side.columns
+
+
+def test_capacity_and_machine_tables_in_chinese(zh):
+    from labkit import capacity
+    from labkit import roofline as rl
+    t = capacity.plan(24, "llama-3.1-8b-q4", n_ctx=16384, slots=4).table()
+    assert t.loc["所需 / GPU", "值"].endswith("-> 放得下")
+    assert "4,096 token 的對話數" in t.index
+    m = rl.Machine(bandwidth=1e10, flops=float("nan"), bandwidth_source="test", flops_source="t")
+    assert m.table().loc["運算速率", "值"] == "未知"
