@@ -45,6 +45,7 @@ from pathlib import Path
 import httpx
 
 from . import settings
+from .i18n import pick
 from .models import resolve_model
 from .settings import ENGINE, SERVER, settings_fields
 
@@ -127,8 +128,9 @@ class ServerConfig:
         else:
             binary = self.binary or shutil.which("llama-server")
             if not binary:
-                raise FileNotFoundError(
-                    "no llama-server binary: pass ServerConfig(binary=PATH) or put it on PATH")
+                raise FileNotFoundError(pick(
+                    "no llama-server binary: pass ServerConfig(binary=PATH) or put it on PATH",
+                    "找不到 llama-server 執行檔：請傳入 ServerConfig(binary=PATH)，或把它放進 PATH"))
             head = [binary]
         return head + self.args(model_path, port)
 
@@ -312,7 +314,7 @@ class RunningServer:
         while time.monotonic() - t0 < timeout_s:
             if not self.alive():
                 code = self.process.returncode
-                self._failed(f"exited with code {code}", t0, code)
+                self._failed(pick(f"exited with code {code}", f"結束了，結束碼 {code}"), t0, code)
             try:
                 if self.get(self.config.health_path, timeout=2).status_code == 200:
                     return
@@ -320,15 +322,18 @@ class RunningServer:
                 pass
             time.sleep(0.1)
         self.stop()
-        self._failed(f"was not healthy after {timeout_s:.0f} s", t0, None)
+        self._failed(pick(f"was not healthy after {timeout_s:.0f} s",
+                          f"過了 {timeout_s:.0f} 秒仍未就緒"), t0, None)
 
     def _failed(self, what: str, t0: float, returncode: int | None):
         elapsed = time.monotonic() - t0
         reason = failure_reason(self.log_text())
         raise ServerFailedToStart(
-            f"{self.config.kind} server {what} ({elapsed:.1f} s after it started)"
-            f"{': ' + reason if reason else ''}\nlog {self.log_path}, last lines:\n"
-            f"{self.log_tail()}", reason=reason, returncode=returncode,
+            pick(f"{self.config.kind} server {what} ({elapsed:.1f} s after it started)"
+                 f"{': ' + reason if reason else ''}\nlog {self.log_path}, last lines:\n",
+                 f"{self.config.kind} 伺服器{what}（啟動後 {elapsed:.1f} 秒）"
+                 f"{'：' + reason if reason else ''}\n日誌 {self.log_path}，最後幾行：\n")
+            + self.log_tail(), reason=reason, returncode=returncode,
             elapsed_s=elapsed, log_path=self.log_path)
 
     def stop(self, timeout_s: float = 15.0) -> None:

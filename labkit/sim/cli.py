@@ -59,24 +59,39 @@ def _resolve_kv(spec, slots):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="labkit sim", description=__doc__.splitlines()[0],
+    from ..i18n import pick as _
+    p = argparse.ArgumentParser(prog="labkit sim",
+                                description=_(__doc__.splitlines()[0],
+                                              "``labkit sim`` / ``python -m labkit.sim``：在同一個"
+                                              "工作負載上比較批次方式與調度策略。"),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[1:]))
-    w = p.add_argument_group("workload")
-    w.add_argument("--requests", type=int, default=400, help="number of requests (default 400)")
+    w = p.add_argument_group(_("workload", "工作負載"))
+    w.add_argument("--requests", type=int, default=400,
+                   help=_("number of requests (default 400)", "請求數（預設 400）"))
     w.add_argument("--arrivals", choices=["poisson", "gamma", "burst", "closed"], default="poisson")
-    w.add_argument("--rate", type=float, default=1.0, help="requests/s for poisson and gamma (default 1)")
-    w.add_argument("--cv", type=float, default=3.0, help="burstiness of gamma arrivals (default 3)")
-    w.add_argument("--clients", type=int, default=8, help="closed loop: clients in flight (default 8)")
-    w.add_argument("--think", type=float, default=0.0, help="closed loop: think time in s")
+    w.add_argument("--rate", type=float, default=1.0,
+                   help=_("requests/s for poisson and gamma (default 1)",
+                          "poisson 與 gamma 的每秒請求數（預設 1）"))
+    w.add_argument("--cv", type=float, default=3.0,
+                   help=_("burstiness of gamma arrivals (default 3)", "gamma 到達的爆發程度（預設 3）"))
+    w.add_argument("--clients", type=int, default=8,
+                   help=_("closed loop: clients in flight (default 8)",
+                          "封閉迴路：在途的客戶端數（預設 8）"))
+    w.add_argument("--think", type=float, default=0.0,
+                   help=_("closed loop: think time in s", "封閉迴路：思考時間，單位秒"))
     w.add_argument("--prompt", type=_lengths, default=_lengths("64:1024"),
-                   help="prompt tokens: N, LO:HI, exp:MEAN or lognormal:MEDIAN (default 64:1024)")
+                   help=_("prompt tokens: N, LO:HI, exp:MEAN or lognormal:MEDIAN (default 64:1024)",
+                          "提示 token 數：N、LO:HI、exp:MEAN 或 lognormal:MEDIAN（預設 64:1024）"))
     w.add_argument("--output", type=_lengths, default=_lengths("exp:256"),
-                   help="output tokens, same forms (default exp:256)")
-    w.add_argument("--users", type=int, default=1, help="users the requests are spread over")
-    w.add_argument("--priorities", type=int, default=None, help="draw priorities 0..K-1")
+                   help=_("output tokens, same forms (default exp:256)",
+                          "輸出 token 數，寫法同上（預設 exp:256）"))
+    w.add_argument("--users", type=int, default=1,
+                   help=_("users the requests are spread over", "請求分給幾位使用者"))
+    w.add_argument("--priorities", type=int, default=None,
+                   help=_("draw priorities 0..K-1", "抽出 0..K-1 的優先級"))
     w.add_argument("--seed", type=int, default=0)
-    s = p.add_argument_group("server")
+    s = p.add_argument_group(_("server", "伺服器"))
     s.add_argument("--slots", type=int, default=4)
     s.add_argument("--batching", choices=BATCHING, default="continuous")
     s.add_argument("--policy", choices=list(POLICIES), default="fifo")
@@ -84,15 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="unlimited | split:N_CTX | unified[-reserve|-preempt]:N_CELLS | paged:BLOCKSxSIZE")
     s.add_argument("--n-batch", type=int, default=2048)
     s.add_argument("--kv-cells", type=int, default=None,
-                   help="pool size for --compare kv (default 1536 x slots)")
+                   help=_("pool size for --compare kv (default 1536 x slots)",
+                          "--compare kv 用的池大小（預設 1536 × 槽位數）"))
     s.add_argument("--cost", default="rtx4090/8b-q4",
-                   help=f"HARDWARE/MODEL preset; hardware: {', '.join(cost_mod.HARDWARE)}; "
-                        f"models: {', '.join(cost_mod.MODELS)}")
-    o = p.add_argument_group("output")
+                   help=_(f"HARDWARE/MODEL preset; hardware: {', '.join(cost_mod.HARDWARE)}; "
+                          f"models: {', '.join(cost_mod.MODELS)}",
+                          f"HARDWARE/MODEL 預設組合；硬體：{', '.join(cost_mod.HARDWARE)}；"
+                          f"模型：{', '.join(cost_mod.MODELS)}"))
+    o = p.add_argument_group(_("output", "輸出"))
     o.add_argument("--compare", choices=["batching", "policy", "kv", "all", "none"], default="batching")
-    o.add_argument("--ttft-slo", type=float, default=2.0, help="goodput TTFT limit in s (default 2)")
-    o.add_argument("--tpot-slo", type=float, default=0.2, help="goodput TPOT limit in s (default 0.2)")
-    o.add_argument("--csv", help="also write the table to this CSV file")
+    o.add_argument("--ttft-slo", type=float, default=2.0,
+                   help=_("goodput TTFT limit in s (default 2)",
+                          "有效吞吐的首字等待上限，單位秒（預設 2）"))
+    o.add_argument("--tpot-slo", type=float, default=0.2,
+                   help=_("goodput TPOT limit in s (default 0.2)",
+                          "有效吞吐的每 token 時間上限，單位秒（預設 0.2）"))
+    o.add_argument("--csv", help=_("also write the table to this CSV file", "也把表格寫進這個 CSV 檔"))
     return p
 
 
