@@ -245,7 +245,7 @@ HEADINGS: dict[str, str] = {
     "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "rent per hour": "每小時租金",
     "vs always on (months)": "對比一直開著的租用（月）",
     "vs busy hours only (months)": "對比只租忙碌時段（月）", "total_tok_s": "總 tok/s",
-    "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV (MiB)",
+    "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV 快取 (MiB)",
     "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
     "machines": "機器數", "month": "月", "buy": "買下", "rent, always on": "租用，一直開著",
     "rent, busy hours only": "租用，只租忙碌時段",
@@ -266,7 +266,16 @@ HEADINGS: dict[str, str] = {
     "cost per token": "每 token 成本", "batch": "批次大小",
     # the classroom's tables (labkit.classroom)
     "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
-    "GPU (GiB)": "GPU 記憶體 (GiB)",
+    "GPU (GiB)": "GPU 記憶體 (GiB)", "llama_cpp": "llama.cpp 版本", "same_model": "同一個模型",
+    "configs": "配置數", "all_pass": "全部通過",
+    # the roofline's prediction (labkit.roofline.predict)
+    "decode_tok_s_per_stream": "解碼 tok/s（每條串流）", "decode_tok_s": "解碼 tok/s（合計）",
+    "decode_tok_s_no_overlap": "解碼 tok/s（不重疊）", "decode_bound": "解碼受限於",
+    "prefill_tok_s": "預填 tok/s",
+    # the simulator's per-request table, the rest of its columns
+    "id": "id", "user": "使用者", "priority": "優先級", "admitted": "入座時間 (s)",
+    "first_token": "首個 token 時間 (s)", "finish": "完成時間 (s)", "reason": "原因",
+    "cached_tokens": "快取命中 token 數", "prefix_id": "前綴 id",
 }
 
 # Headings made from a pattern (a slot's column, a count of tokens): (regex, Chinese).

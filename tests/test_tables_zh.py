@@ -123,3 +123,33 @@ def test_capacity_and_machine_tables_in_chinese(zh):
     assert "4,096 token 的對話數" in t.index
     m = rl.Machine(bandwidth=1e10, flops=float("nan"), bandwidth_source="test", flops_source="t")
     assert m.table().loc["運算速率", "值"] == "未知"
+
+
+def test_the_tables_notebooks_keep_using_have_chinese_headings(zh):
+    """Every column of the worksheet, the simulator's summary and request table, the waste
+    table, the roofline's prediction and the planning tables has a Chinese heading for show."""
+    from test_plots_zh import _bench_rows
+
+    from labkit import planning, sim
+    from labkit import roofline as rl
+    from labkit.bench import worksheet
+    from labkit.sim import experiments
+    reqs = sim.poisson(12, 4.0, prompt=(5, 60), output=(2, 12), seed=1)
+    run = sim.simulate(reqs, slots=2)
+    rows = _bench_rows()
+    speeds = planning.learner_speeds(None, rows)
+    m = rl.Machine(bandwidth=1e11, flops=1e12, bandwidth_source="t", flops_source="t")
+    tables = {
+        "worksheet": worksheet(rows, 5.0), "summary": experiments.summarize({"a": run}),
+        "requests": run.requests, "hourly": planning.hourly(run), "speeds": speeds,
+        "needs": planning.service_needs(speeds, 1e5, 1e9, n_ctx_train=8192),
+        "break_even": planning.break_even_range(600, 4),
+        "predict": rl.predict(m, rl.model_cost()),
+    }
+    stay = {"id", "tok/s", "ms", "prompt_n", "cache_n", "prompt_ms", "predicted_ms", "n_ctx",
+            "n_slots", "n_ctx_seq", "kv_unified", "timings", "max_tokens"}
+    for name, table in tables.items():
+        shown = i18n.show(table)
+        left = [c for c in list(shown.columns) + list(shown.index.names)
+                if isinstance(c, str) and c not in stay and not CJK.search(c)]
+        assert left == [], (name, left)
