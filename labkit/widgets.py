@@ -148,7 +148,15 @@ class Panel:
             self._out.clear_output(wait=True)
             if self.figure is not None:
                 display(self.figure)
-            display(self.result)
+            display(self.shown())
+
+    def shown(self):
+        """The result as the panel shows it: a table with Chinese headings under
+        LABKIT_LANG=zh-TW (:func:`labkit.i18n.show`), anything else as it is."""
+        import pandas as pd
+
+        from .i18n import show
+        return show(self.result) if isinstance(self.result, pd.DataFrame) else self.result
 
     def _ipython_display_(self):
         from IPython.display import display

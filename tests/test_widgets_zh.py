@@ -63,6 +63,8 @@ def test_panels_speak_chinese(monkeypatch):
             panel.figure.canvas.draw()
         assert any(CJK.search(t) for t in _figure_texts(panel.figure)), name
         assert ui is not None
+    gates = widgets.gates_panel(_bench_rows(), 2.5)
+    assert "判定" in gates.shown().columns and "verdict" in gates.result.columns
     load = widgets.load_panel()
     load.widget()
     shown = dict((v, k) for k, v in load._widgets["policy"].options)
