@@ -3,7 +3,9 @@
 from labkit import sim
 from labkit.sim import experiments
 
-# 1.1: the five parts, restaurant word -> llama.cpp part.
+# 1.1: the five parts, restaurant word -> llama.cpp part. In Chinese, with seed 000's words as
+# keys, the same answer reads {"正在辦的單": "請求", "窗口": "槽位", "桌面": "上下文",
+# "已讀筆記": "KV 快取", "每輪換桌名單": "連續批次"}.
 answer_1_1 = {
     "guest's order": "request",
     "table": "slot",
