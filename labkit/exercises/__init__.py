@@ -126,7 +126,7 @@ def call(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except Exception as exc:      # the learner's code may raise anything
         raise LearnerCodeError(pick(f"your function raised {type(exc).__name__}: {exc}",
-                                    f"你的函式丟出了 {type(exc).__name__}：{exc}")) from exc
+                                    f"你的函式丟出了 `{type(exc).__name__}: {exc}`")) from exc
 
 
 def is_unanswered(answer) -> bool:
@@ -149,7 +149,7 @@ def evaluate(id: str, answer) -> CheckResult:
         return CheckResult(id, WRONG, str(exc), ex.kind)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         return CheckResult(id, WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
-                                           f"讀不懂這個答案（{exc}）。{ex.question}"), ex.kind)
+                                           f"讀不懂這個答案（`{exc}`）。{ex.question}"), ex.kind)
     return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
 
 
