@@ -35,3 +35,14 @@ def test_the_header_says_what_the_map_says(stem):
     said = " ".join(m[1].split())
     assert said.startswith(f" {quick} on a 2-core CPU in quick mode".strip()), (stem, said)
     assert f"{full} at full size" in said, (stem, said)
+
+
+@pytest.mark.parametrize("stem", sorted(TIMES))
+def test_the_chinese_header_gives_the_same_figures(stem):
+    """The zh-TW edition's 時間 line quotes the same numbers as the map."""
+    quick, full = TIMES[stem]
+    header = nbformat.read(ROOT / "notebooks" / "zh-TW" / f"{stem}.ipynb", as_version=4).cells[0].source
+    m = re.search(r"\*\*時間：\*\*(.*?)(?:\n\n|$)", header, re.S)
+    assert m, f"zh-TW/{stem}: the first cell has no **時間：** line"
+    for figure in re.findall(r"\d+(?:[–-]\d+)?", f"{quick} {full}"):
+        assert figure in m[1], (stem, figure, m[1])

@@ -26,9 +26,9 @@ def _error(answer):
                        "reference?", "先相減，再除以兩個時間中的一個：哪一個才是基準？")
 
 
-@exercise("8.2", Both("a = 0.01, b = 0, c = 0.002 per decoding sequence, d = 0: one step with 8 "
+@exercise("8.2", Both("a = 0.01, b = 0, c = 0.002 per decoding sequence, d = e = 0: one step with 8 "
                       "sequences?",
-                      "a = 0.01、b = 0、每個解碼中的序列 c = 0.002、d = 0：有 8 個序列的一步要幾秒？"))
+                      "a = 0.01、b = 0、每個解碼中的序列 c = 0.002、d = e = 0：有 8 個序列的一步要幾秒？"))
 def _step(answer):
     v = as_number(answer)
     if abs(v - (0.01 + 8 * 0.002)) < 1e-6:
@@ -38,8 +38,8 @@ def _step(answer):
     if abs(v - 8 * 0.012) < 1e-6:
         return False, pick("a is paid once per step, not once per sequence",
                            "a 是每一步付一次，不是每個序列付一次")
-    return False, pick("the step cost is a sum of four terms; only two of them are non-zero here",
-                       "每一步的成本是四項的和；這裡只有兩項不是零")
+    return False, pick("the step cost is a sum of five terms; only two of them are non-zero here",
+                       "每一步的成本是五項的和；這裡只有兩項不是零")
 
 
 BUY, POWER, RENT, BUSY_H, DAYS = 600, 10, 1.0, 4, 30
