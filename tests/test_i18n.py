@@ -138,3 +138,28 @@ def test_headings_and_catalogue_use_the_glossarys_words():
     texts.update({f"CATALOGUE[{k}]": e["zh-TW"] for k, e in i18n.CATALOGUE.items()})
     bad = {where: glossary.avoided(text) for where, text in texts.items() if glossary.avoided(text)}
     assert bad == {}
+
+
+def test_the_chinese_written_in_labkits_display_modules_uses_the_glossarys_words():
+    """Every Chinese text written in place (pick, fonts.label) in the modules that draw, print
+    or build tables for people avoids the words the glossary replaces."""
+    import ast
+    from pathlib import Path
+
+    import labkit
+    from labkit import glossary
+    root = Path(labkit.__file__).parent
+    modules = ["plots.py", "widgets.py", "sim/plots.py", "bench/plots.py", "sim/policy_plots.py",
+               "sim/waste.py", "roofline.py", "planning.py", "live.py", "kvlive.py",
+               "handbuilt.py", "capacity.py", "classroom.py", "gpu.py", "doctor.py", "launch.py",
+               "bench/cli.py", "sim/cli.py", "cli.py", "bench/calibration.py"]
+    bad = {}
+    for name in modules:
+        tree = ast.parse((root / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and re.search(r"[\u4e00-\u9fff]", node.value):
+                found = glossary.avoided(node.value)
+                if found:
+                    bad[f"{name}:{node.lineno}"] = found
+    assert bad == {}
