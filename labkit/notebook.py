@@ -130,14 +130,19 @@ def compute_path(report: dict | None = None) -> dict:
     gpus = r["gpus"]
     if offload and gpus:
         return {"path": "gpu", "n_gpu_layers": 999, "gpus": gpus,
-                "why": f"llama.cpp can offload and NVML sees {len(gpus)} GPU(s)"}
+                "why": tr(f"llama.cpp can offload and NVML sees {len(gpus)} GPU(s)",
+                          f"llama.cpp 可以卸載到 GPU，NVML 也看到 {len(gpus)} 張 GPU")}
     if gpus and not offload:
-        why = ("a GPU is present but this llama-cpp-python is a CPU build: reinstall it with "
-               "CMAKE_ARGS=\"-DGGML_CUDA=on\" to use the GPU")
+        why = tr("a GPU is present but this llama-cpp-python is a CPU build: reinstall it with "
+                 "CMAKE_ARGS=\"-DGGML_CUDA=on\" to use the GPU",
+                 "有 GPU，但這個 llama-cpp-python 是 CPU 建置：要用 GPU，請以 "
+                 "CMAKE_ARGS=\"-DGGML_CUDA=on\" 重新安裝")
     elif offload:
-        why = f"this build can offload, but {r['gpu_note']}"
+        why = tr(f"this build can offload, but {r['gpu_note']}",
+                 f"這個建置可以卸載到 GPU，但{r['gpu_note']}")
     else:
-        why = f"CPU build of llama.cpp, and {r['gpu_note']}"
+        why = tr(f"CPU build of llama.cpp, and {r['gpu_note']}",
+                 f"llama.cpp 是 CPU 建置，而且{r['gpu_note']}")
     return {"path": "cpu", "n_gpu_layers": 0, "gpus": gpus, "why": why}
 
 
