@@ -124,7 +124,7 @@ def _scheme_zh(label: str) -> str:
     import re
     out = re.sub(r"^split", "分割 KV", label)
     out = re.sub(r"^unified", "統一 KV", out)
-    out = re.sub(r"^paged", "分頁", out)
+    out = re.sub(r"^paged", "分頁 KV", out)
     out = re.sub(r"(\d+) slots x (\d+)", r"\1 個槽位 × \2", out)
     out = re.sub(r"(\d+) slots", r"\1 個槽位", out)
     out = re.sub(r"blocks of (\d+)", r"每塊 \1 格", out)
@@ -140,7 +140,7 @@ def plot(table, ax=None):
     y = np.arange(len(table))[::-1]
     left = np.zeros(len(table))
     from ..fonts import label as _L
-    for col, color, label in (("tokens", "#3a76c4", _L("holding tokens", "存著 token")),
+    for col, color, label in (("tokens", "#3a76c4", _L("holding tokens", "存放 token")),
                               ("reserved_unused", "#e6862a", _L("reserved, unused", "已保留、未使用")),
                               ("free", "#dddddd", _L("free", "空閒"))):
         vals = table[col].to_numpy()
