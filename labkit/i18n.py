@@ -310,6 +310,13 @@ def show(table, headings: dict[str, str] | None = None, lang: str | None = None)
     data and the original table are untouched, so code keeps using the program's names."""
     if (lang or language()) != "zh-TW":
         return table
+    if not hasattr(table, "columns"):                  # a Series: its name and its index's
+        out = table.rename(heading(table.name, headings)) if isinstance(table.name, str) \
+            else table
+        if any(isinstance(n, str) for n in out.index.names):
+            out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
+                                   for n in out.index.names])
+        return out
     out = table.rename(columns=lambda c: heading(c, headings) if isinstance(c, str) else c)
     if out.columns.names and any(isinstance(n, str) for n in out.columns.names):
         out.columns = out.columns.set_names([heading(n, headings) if isinstance(n, str) else n

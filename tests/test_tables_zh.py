@@ -153,3 +153,9 @@ def test_the_tables_notebooks_keep_using_have_chinese_headings(zh):
         left = [c for c in list(shown.columns) + list(shown.index.names)
                 if isinstance(c, str) and c not in stay and not CJK.search(c)]
         assert left == [], (name, left)
+
+
+def test_show_takes_a_series_too(zh):
+    s = pd.Series([1.0, 2.0], index=pd.Index([1, 2], name="slots"), name="output_tok_s")
+    shown = i18n.show(s)
+    assert shown.name == "輸出 tok/s" and shown.index.name == "槽位數" and s.name == "output_tok_s"
