@@ -88,7 +88,7 @@ TERMS: list[Term] = [
          ("延遲時間", "e2e latency", "end-to-end latency")),
     Term("in-flight requests", "在途請求數", "在途數", "guests ordering at the same time",
          "how many requests the client keeps outstanding (closed loop)",
-         ("in flight", "in-flight", "outstanding requests", "concurrency", "並發數")),
+         ("in flight", "in-flight", "outstanding requests", "concurrency", "並發數", "在途請求")),
     Term("usable concurrency", "可用並行數", "三關一起過", "how many tables really serve well",
          "the largest in-flight count that passes the three gates",
          ("可用並行", "usable parallelism")),

@@ -44,6 +44,21 @@ def test_chinese_prose_uses_the_glossary_words(path):
     assert not found, "; ".join(f"{w!r}: the glossary says {r!r}" for w, r in found.items())
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_term_given_with_its_english_is_the_glossarys(path):
+    """Where the Chinese prose gives a glossary term's English in parentheses (its first
+    use), the Chinese just before it is one of the term's names in the glossary."""
+    text = _prose(editions.twin(path))
+    wrong = []
+    for term in glossary.TERMS:
+        chinese = [n for n in term.names() if editions.CJK.search(n)]
+        for m in re.finditer(r"（" + re.escape(term.english) + r"[，,）]", text):
+            before = text[max(0, m.start() - 14):m.start()]
+            if not any(name in before for name in chinese):
+                wrong.append(f"{before}{m.group(0)}: the glossary says {term.chinese}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_scheduling_notebook_names_the_policies_as_the_glossary_does():
     text = _prose(editions.twin(editions.ROOT / "07_scheduling.ipynb"))
     for term in ("FIFO", "SJF", "priority", "fair share", "hybrid", "starvation"):
