@@ -41,6 +41,7 @@ import json
 import math
 import os
 import platform
+import re
 import time
 from dataclasses import asdict, dataclass
 
@@ -92,9 +93,9 @@ class Machine:
             flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops) else "未知")
             return pd.DataFrame([
                 ("記憶體頻寬", f"{self.bandwidth / GB:,.2f} GB/s"),
-                ("  來源", self.bandwidth_source),
+                ("  來源", _source_zh(self.bandwidth_source)),
                 ("運算速率", flops),
-                ("  來源", self.flops_source),
+                ("  來源", _source_zh(self.flops_source)),
                 ("機器", f"{self.host}，{self.cores} 個可用核心，{self.measured_at}"),
                 ("量測前 / 後的負載平均（1 分鐘）", f"{self.load_before:.2f} / {self.load_after:.2f}"),
             ], columns=["", "值"]).set_index("")
@@ -150,6 +151,29 @@ def measure_matmul(n: int | None = None, repeats: int = 3) -> float:
         a @ b
         best = min(best, time.perf_counter() - t0)
     return 2 * n ** 3 / best
+
+
+# Where a machine's figures came from (the words measure_machine writes), in Chinese.
+_SOURCES_ZH = [
+    (r"^measured: best of (\d+) sums of a (\d+) MiB numpy array on (\d+) thread\(s\)$",
+     r"實測：用 \3 個執行緒對 \2 MiB 的 numpy 陣列求和 \1 次，取最快的一次"),
+    (r"^measured: numpy float32 matrix product, (\d+) x (\d+), best of 3$",
+     r"實測：numpy float32 矩陣乘法，\1 × \2，3 次取最快"),
+    (r"^given$", "由呼叫者給定"),
+    (r"^not known \(numpy measures the CPU only; pass flops= from the GPU's datasheet\)$",
+     "未知（numpy 只能量 CPU；請用 flops= 傳入 GPU 規格表上的數字）"),
+    (r"^NVML peak for GPU (\d+) \((.+)\): (\d+)-bit bus x (\S+) MHz max memory clock x 2 "
+     r"\(double data rate\)$",
+     r"NVML 峰值，GPU \1（\2）：\3 位元匯流排 × 最高記憶體時脈 \4 MHz × 2（雙倍資料速率）"),
+]
+
+
+def _source_zh(text: str) -> str:
+    """A figure's source in Chinese when it is one measure_machine writes; else as it is."""
+    for pattern, chinese in _SOURCES_ZH:
+        if re.match(pattern, text):
+            return re.sub(pattern, chinese, text)
+    return text
 
 
 def peak_bandwidth(bus_width_bits: int, max_memory_clock_mhz: float) -> float:

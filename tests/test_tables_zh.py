@@ -159,3 +159,14 @@ def test_show_takes_a_series_too(zh):
     s = pd.Series([1.0, 2.0], index=pd.Index([1, 2], name="slots"), name="output_tok_s")
     shown = i18n.show(s)
     assert shown.name == "輸出 tok/s" and shown.index.name == "槽位數" and s.name == "output_tok_s"
+
+
+def test_the_machines_sources_in_chinese(zh, monkeypatch):
+    from labkit import roofline as rl
+    monkeypatch.setattr(rl, "measure_bandwidth", lambda *a, **k: 1e10)
+    monkeypatch.setattr(rl, "measure_matmul", lambda *a, **k: 1e11)
+    m = rl.measure_machine(keep=False)
+    sources = m.table().loc["  來源", "值"].tolist()
+    assert all(s.startswith("實測：") for s in sources), sources
+    assert rl._source_zh("NVML peak for GPU 0 (X): 6144-bit bus x 2619 MHz max memory clock x 2 "
+                         "(double data rate)").startswith("NVML 峰值，GPU 0（X）：6144 位元")
