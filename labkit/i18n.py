@@ -8,6 +8,13 @@ One setting chooses the language: ``LABKIT_LANG`` (read by :func:`labkit.runenv.
     print(t("bench.wrote", out=out, seconds=12))
 
 Every key has both languages with the same ``{placeholders}`` (a test fails otherwise).
+
+Texts used once are written in place, side by side, with :func:`pick` (a printed line, a
+widget's label) or :func:`labkit.fonts.label` (a plot's title, axis or legend: English when no
+Chinese font is installed). Tables keep the program's column names, which code goes on using;
+:func:`show` gives them Chinese headings for display (:data:`HEADINGS`,
+:data:`HEADING_PATTERNS`), and a table built only to be read comes with Chinese headings
+already under zh-TW.
 Terms follow :mod:`labkit.glossary` (槽位, 上下文, KV 快取, 首字等待 …); names of flags, files,
 columns and units stay as the program writes them, so a line can be pasted into a shell or
 searched for in either language ("READY" and "NOT READY" stay in both).
@@ -260,6 +267,7 @@ HEADINGS: dict[str, str] = {
     "predicted pool": "預測的池大小", "step": "步驟",
     # capacity, tokens, the seed's tables (labkit.capacity, labkit.tokens, labkit.seedtables)
     "KV type": "KV 型別", "cells (padded)": "格數（補齊後）", "formula MiB": "公式 MiB",
+    "n_ctx asked": "要求的 n_ctx",
     "llama.cpp MiB": "llama.cpp MiB", "characters": "字元數", "bytes": "位元組數",
     "chars_per_token": "每 token 字元數", "text": "文字", "source (seed or sim)": "來源",
     "arithmetic busy": "運算忙碌比例", "bandwidth busy": "頻寬忙碌比例", "decode tok/s": "解碼 tok/s",
