@@ -162,7 +162,8 @@ def startup_table(configs, *, prompt: str | None = None):
             facts, props = dict(srv.facts), srv.props()
         rows.append({
             "-c": cfg.n_ctx, "-np": cfg.n_slots,
-            "KV flag": {None: "(none)", True: "--kv-unified", False: "--no-kv-unified"}[cfg.kv_unified],
+            "KV flag": {None: pick("(none)", "（無）"), True: "--kv-unified",
+                        False: "--no-kv-unified"}[cfg.kv_unified],
             "predicted n_ctx_seq": want.n_ctx_seq, "log n_ctx_seq": facts.get("n_ctx_seq"),
             "predicted n_ctx_slot": want.n_ctx_slot, "log n_ctx_slot": facts.get("n_ctx_slot"),
             "/props n_ctx": props["default_generation_settings"]["n_ctx"],
