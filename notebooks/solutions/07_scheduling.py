@@ -2,16 +2,16 @@
 
 # 7.1: shortest-job-first always prefers the short requests; while they keep coming, a long one
 # waits longer and longer (section 2's plot: the SJF line climbs through the limit and keeps going).
-answer_7_1 = "sjf"
+answer_7_1 = "sjf"          # or "最短作業優先", the seed's and the glossary's name
 
 # 7.2: fair share (a virtual token counter per user) serves the user with the least service so far.
-answer_7_2 = "fair"
+answer_7_2 = "fair"         # or "公平分享"
 
 # 7.3: 2 requests take the idle slots, 4 wait in labkit's bounded queue, 10 - 2 - 4 = 4 are refused.
 answer_7_3 = 10 - 2 - 4
 
 # 7.4: past saturation more slots share the same steps: each stream gets its tokens more slowly.
-answer_7_4 = "down"
+answer_7_4 = "down"         # or "下降"
 
 
 # 7.5: shortest first, with aging. Every second of waiting is worth 20 tokens of answer, so a
@@ -28,7 +28,7 @@ def answer_7_5(request, now):
 
 # 7.6: llama-server has no --max-queue: a request that finds no free slot is deferred
 # (llamacpp:requests_deferred) and served when a slot frees up. None is refused.
-answer_7_6 = 0
+answer_7_6 = 0              # "0 個" and "沒有" are read as 0 too
 
 # 7.7: an open question; see the model answer the check prints. One answer:
 answer_7_7 = ("SJF kept the chat's TTFT p90 near 1.0 s but starved 17 of 52 reports, the longest "
