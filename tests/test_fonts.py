@@ -59,3 +59,12 @@ def test_label_follows_the_language(monkeypatch):
     assert fonts.label("Throughput", "吞吐") == "吞吐"
     monkeypatch.setenv(runenv.ENV_LANG, "en")
     assert fonts.label("Throughput", "吞吐") == "Throughput"
+
+
+def test_english_labels_never_look_for_a_font(monkeypatch, capsys):
+    """In English a plot's labels need no CJK font: label() neither searches nor warns."""
+    monkeypatch.setattr(fonts, "_state", {})
+    monkeypatch.setattr(fonts, "find", lambda: pytest.fail("looked for a CJK font in English"))
+    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    assert fonts.label("Throughput", "吞吐") == "Throughput"
+    assert capsys.readouterr().err == ""
