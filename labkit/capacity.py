@@ -72,8 +72,11 @@ def quantized_model(model) -> QuantizedModel:
         try:
             return MODELS[model]
         except KeyError:
-            raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)} "
-                             "or pass a QuantizedModel") from None
+            from .i18n import pick
+            raise ValueError(pick(f"unknown model {model!r}; choose one of {', '.join(MODELS)} "
+                                  "or pass a QuantizedModel",
+                                  f"不認識的模型 {model!r}；請從 {', '.join(MODELS)} 中選一個，"
+                                  "或傳入 QuantizedModel")) from None
     if hasattr(model, "n_head_kv") and hasattr(model, "size_bytes"):
         return QuantizedModel.from_info(model)
     if isinstance(model, ModelShape):

@@ -79,11 +79,14 @@ class Panel:
         """Set some values, recompute, redraw; returns the new result."""
         unknown = set(changes) - set(self.values)
         if unknown:
-            raise TypeError(f"unknown control(s) {sorted(unknown)}; this panel has {sorted(self.values)}")
+            raise TypeError(pick(f"unknown control(s) {sorted(unknown)}; this panel has "
+                                 f"{sorted(self.values)}",
+                                 f"沒有這個控制項 {sorted(unknown)}；這個面板有 {sorted(self.values)}"))
         for name, v in changes.items():
             c = self.controls.get(name)
             if c is not None and c.kind == "choice" and v not in c.options:
-                raise ValueError(f"{name}={v!r}: choose one of {list(c.options)}")
+                raise ValueError(pick(f"{name}={v!r}: choose one of {list(c.options)}",
+                                      f"{name}={v!r}：請從 {list(c.options)} 中選一個"))
         self.values.update(changes)
         self.result = self._compute(**self.values)
         if self._draw is not None:
