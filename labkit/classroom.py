@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .i18n import pick
+
 REQUIRED = ("kv_mode", "slots", "workload", "output_tok_s", "ttft_p50_s", "completion_p50_s",
             "errors", "verdict")
 CONFIG = ("workload", "kv_mode", "slots")
@@ -42,12 +44,15 @@ def read_submission(path, label: str | None = None) -> pd.DataFrame:
     folder = path if path.is_dir() else path.parent
     csv = path / "worksheet.csv" if path.is_dir() else path
     if not csv.exists():
-        raise FileNotFoundError(f"{path}: no worksheet.csv (export one with labkit bench or "
-                                "result.save(folder) in notebook 05)")
+        raise FileNotFoundError(pick(f"{path}: no worksheet.csv (export one with labkit bench or "
+                                     "result.save(folder) in notebook 05)",
+                                     f"{path}：沒有 worksheet.csv（用 labkit bench 或筆記本 05 的 "
+                                     "result.save(folder) 匯出一份）"))
     ws = pd.read_csv(csv)
     missing = [c for c in REQUIRED if c not in ws.columns]
     if missing:
-        raise ValueError(f"{csv}: not a labkit worksheet, missing column(s) {missing}")
+        raise ValueError(pick(f"{csv}: not a labkit worksheet, missing column(s) {missing}",
+                              f"{csv}：不是 labkit 的工作表，缺少欄位 {missing}"))
     env_path, about_path = folder / "environment.json", folder / "about.json"
     env = json.loads(env_path.read_text()) if env_path.exists() else {}
     about = json.loads(about_path.read_text()) if about_path.exists() else {}
@@ -66,14 +71,15 @@ def merge(paths, labels=None) -> pd.DataFrame:
     ``config`` column (``workload kv_mode npN``). Learner names must be distinct."""
     paths = list(paths)
     if not paths:
-        raise ValueError("no submissions given")
+        raise ValueError(pick("no submissions given", "沒有給任何繳交的結果"))
     labels = list(labels) if labels is not None else [None] * len(paths)
     frames = [read_submission(p, lab) for p, lab in zip(paths, labels)]
     merged = pd.concat(frames, ignore_index=True)
     names = [f["learner"].iloc[0] for f in frames]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ValueError(f"two submissions share the name(s) {dup}; pass labels=")
+        raise ValueError(pick(f"two submissions share the name(s) {dup}; pass labels=",
+                              f"有兩份結果同名 {dup}；請傳入 labels="))
     merged.insert(1, "config", merged["workload"].astype(str) + " " + merged["kv_mode"].astype(str)
                   + " np" + merged["slots"].astype(int).astype(str))
     return merged
