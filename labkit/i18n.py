@@ -15,6 +15,7 @@ Chinese font is installed). Tables keep the program's column names, which code g
 :func:`show` gives them Chinese headings for display (:data:`HEADINGS`,
 :data:`HEADING_PATTERNS`), and a table built only to be read comes with Chinese headings
 already under zh-TW.
+
 Terms follow :mod:`labkit.glossary` (槽位, 上下文, KV 快取, 首字等待 …); names of flags, files,
 columns and units stay as the program writes them, so a line can be pasted into a shell or
 searched for in either language ("READY" and "NOT READY" stay in both).
