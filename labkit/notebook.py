@@ -87,7 +87,8 @@ def banner_text(report: dict | None = None) -> str:
         commit = f"llama.cpp {src['commit']}, " if src.get("commit") else ""
         build = tr("GPU offload build", "可卸載到 GPU 的建置") if b["gpu_offload"] \
             else tr("CPU build", "CPU 建置")
-        llama = f"llama-cpp-python {b['version']} ({commit}{build})"
+        llama = tr(f"llama-cpp-python {b['version']} ({commit}{build})",
+                   f"llama-cpp-python {b['version']}（{commit.replace(', ', '，')}{build}）")
     else:
         llama = tr(f"llama-cpp-python missing: {b.get('error')}",
                    f"缺少 llama-cpp-python：{b.get('error')}")
@@ -95,13 +96,14 @@ def banner_text(report: dict | None = None) -> str:
         gpu = "; ".join(f"GPU {g['index']} {g['name']} {g['memory_total_bytes'] / 2**30:.0f} GiB"
                         for g in r["gpus"])
     else:
-        gpu = tr(f"no GPU ({r['gpu_note']})", f"沒有 GPU（{r['gpu_note']}）")
+        gpu = tr(f"no GPU ({r['gpu_note']})", r["gpu_note"])
     m = r["model"]
     if "error" in m:
         model = tr(f"model: {m['error']}", f"模型：{m['error']}")
     else:
-        model = (tr("model:   ", "模型：  ") + f"{m['name']} ({m['file_type']}, "
-                 f"{m['size_bytes'] / 2**20:.0f} MiB), sha256 {m['sha256'][:16]}…")
+        size = f"{m['file_type']}, {m['size_bytes'] / 2**20:.0f} MiB"
+        model = tr(f"model:   {m['name']} ({size}), sha256 {m['sha256'][:16]}…",
+                   f"模型：  {m['name']}（{size.replace(', ', '，')}），sha256 {m['sha256'][:16]}…")
     mode = (tr("quick (LABKIT_QUICK=1: workloads shrunk to run in seconds)",
                "快速（LABKIT_QUICK=1：工作負載縮小，幾秒內跑完）") if quick()
             else tr("full (set LABKIT_QUICK=1 for the quick sizes)",
