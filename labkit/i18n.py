@@ -266,6 +266,11 @@ HEADINGS: dict[str, str] = {
     "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",
     "match": "相符", "flags": "旗標", "log": "日誌", "error type": "錯誤類型",
     "predicted pool": "預測的池大小", "step": "步驟",
+    # the engine's step trace (labkit.engine.trace) and a request's sampling
+    "t_start": "開始 (s)", "t_end": "結束 (s)", "dur_s": "耗時 (s)", "n_tokens": "token 數",
+    "n_prefill_tokens": "預填 token 數", "n_prefill_seqs": "預填序列數", "n_decode": "解碼序列數",
+    "attended": "注意到的格數", "kv_used": "已用 KV 格數", "n_busy": "忙碌槽位數",
+    "prefill_attn": "預填注意力配對數", "max_tokens": "max_tokens（回答上限）",
     # capacity, tokens, the seed's tables (labkit.capacity, labkit.tokens, labkit.seedtables)
     "KV type": "KV 型別", "cells (padded)": "格數（補齊後）", "formula MiB": "公式 MiB",
     "n_ctx asked": "要求的 n_ctx",

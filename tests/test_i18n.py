@@ -163,3 +163,12 @@ def test_the_chinese_written_in_labkits_display_modules_uses_the_glossarys_words
                 if found:
                     bad[f"{name}:{node.lineno}"] = found
     assert bad == {}
+
+
+def test_a_worksheet_verdict_reads_in_chinese_and_stays_english_in_the_data():
+    from labkit.bench.worksheet import verdict_text
+    ungraded = "fail: TTFT ok (fits context and TTFT only: answers not graded)"
+    assert verdict_text(ungraded, "zh-TW") == "未通過：首字等待達標（只看上下文與首字等待：答案未評分）"
+    assert verdict_text("pass", "zh-TW") == "通過"
+    assert verdict_text("fail: fits context, all correct", "zh-TW") == "未通過：放得進上下文、全部答對"
+    assert verdict_text(ungraded, "en") == ungraded

@@ -142,11 +142,36 @@ def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFram
     return pd.DataFrame(out)
 
 
+def verdict_text(verdict: str, lang: str | None = None) -> str:
+    """A worksheet's verdict ("pass", "fail: TTFT ok, all correct", with its note on ungraded
+    answers) as people read it in ``lang`` (default: the language in use); the worksheet
+    itself keeps the English words, which code and the classroom compare."""
+    from ..i18n import HEADINGS, language
+    if (lang or language()) != "zh-TW" or not isinstance(verdict, str):
+        return verdict
+    by_title = {title: HEADINGS.get(key, title) for key, title in TITLES.items()}
+    text, note = verdict, ""
+    ungraded = " (fits context and TTFT only: answers not graded)"
+    if text.endswith(ungraded):
+        text, note = text[: -len(ungraded)], "（只看上下文與首字等待：答案未評分）"
+    if text == "pass":
+        return "通過" + note
+    if text.startswith("fail: "):
+        gates = [by_title.get(g.strip(), g.strip()) for g in text[len("fail: "):].split(",")]
+        return "未通過：" + "、".join(gates) + note
+    return verdict
+
+
 def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
-    """A GitHub-flavoured Markdown table, column titles from :data:`TITLES`."""
+    """A GitHub-flavoured Markdown table, column titles from :data:`TITLES` (a column already
+    renamed for display keeps its name); yes/no and the verdict in the language in use."""
+    from ..i18n import pick
+
     def cell(v):
         if isinstance(v, (bool, np.bool_)):
-            return "yes" if v else "no"
+            return pick("yes", "是") if v else pick("no", "否")
+        if isinstance(v, str) and (v.startswith("pass") or v.startswith("fail: ")):
+            return verdict_text(v).replace("|", "\\|")
         if isinstance(v, (float, np.floating)):
             if math.isnan(v):
                 return "-"
