@@ -206,4 +206,5 @@ def terms(*names: str):
     """Rows of the shared glossary (English, 中文, restaurant, llama.cpp) for these terms."""
     from .glossary import table
     t = table().set_index("english")
+    t = t.rename_axis(tr("english", "英文"))
     return t.loc[list(names)] if names else t
