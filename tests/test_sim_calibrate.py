@@ -166,3 +166,22 @@ def test_calibration_quick_mode_on_the_engine():
     assert cal.cost.b > 0                      # a prompt token always costs time
     assert 0 <= cal.rtt_s < 1.0
     assert len(cal.load1) == 2 and len(cal.foreign) == 2
+
+
+def test_the_calibration_table_reads_in_chinese(monkeypatch):
+    """The coefficient table names its units and what each term multiplies in the notebook's
+    language; the numbers do not change."""
+    import pandas as pd
+
+    from labkit import sim
+    from labkit.bench import calibration
+    res = sim.simulate(sim.burst(6, prompt=300, output=20), slots=2)
+    f = sim.fit(res.steps, bootstrap=5)
+    cal = calibration.Calibration(calibration.plan(quick=True), pd.DataFrame(), res.steps,
+                                  pd.DataFrame(), f, 0.01)
+    english = cal.table()
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    chinese = cal.table()
+    assert chinese["value"].tolist() == english["value"].tolist()
+    assert chinese.loc["a", "unit"] == "ms/步" and chinese.loc["b", "multiplies"] == "提示 token 數"
+    assert english.loc["a", "unit"] == "ms/step"

@@ -69,6 +69,11 @@ TERMS = {
     "d": ("attended cells (all sequences, after the step)", "s/attended cell"),
     "e": ("prefill attention pairs, n (h + n/2) per chunk", "s/pair"),
 }
+# What each term multiplies, in Chinese (a table shown in the zh-TW edition).
+TERMS_ZH = {
+    "a": "每步 1", "b": "提示 token 數", "c": "正在解碼的序列數",
+    "d": "注意到的格數（所有序列，這一步之後）", "e": "預填注意力配對數，每塊 n (h + n/2)",
+}
 
 
 @dataclass(frozen=True)
