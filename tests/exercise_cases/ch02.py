@@ -96,12 +96,12 @@ def batcher_with(mistake):
 
 
 WRONG = {
-    "2.1": [15, 9, 6],
-    "2.2": ["the prompt is longer",
+    "2.1": [15, 9, 6, "15 次"],
+    "2.2": ["the prompt is longer", "提示比較長",
             "the step that reads a new prompt carries many more tokens than a step that only "
             "decodes, so it takes longer"],
     "2.3": [batcher_with(m) for m in ("whole prompts", "room ignores decodes",
                                        "token after every chunk", "prompts before decodes",
                                        "last logits for all")] + [42],
-    "2.4": [3, 6],
+    "2.4": [3, 6, "約 6 次"],
 }

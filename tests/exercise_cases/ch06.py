@@ -3,8 +3,9 @@
 WRONG = {
     "6.1": ["slots", "kv_unified", "槽數", "共用桌"],
     "6.2": ["finish_reason", "結束原因"],
-    "6.3": [8, 9, 5],
-    "6.4": [760, 780, 700],
-    "6.5": ["keep it on", "Continuous batching is always better because short requests never "
-                          "wait behind long ones, so I would never turn it off anywhere."],
+    "6.3": [8, 9, 5, "9 個"],
+    "6.4": [760, 780, 700, "約 760 個"],
+    "6.5": ["keep it on", "開著比較好",
+            "Continuous batching is always better because short requests never wait behind long "
+            "ones, so I would never turn it off anywhere."],
 }
