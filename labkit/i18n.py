@@ -317,6 +317,12 @@ def heading(name: str, headings: dict[str, str] | None = None) -> str:
     return name
 
 
+# Cell values people read in a column (a verdict, a note): column -> function(value, lang) giving
+# the Chinese text. Registered by the module that writes the values (labkit.bench.worksheet),
+# so this module imports none of them; :func:`show` applies them, to a copy.
+VALUES: dict[str, object] = {}
+
+
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
     """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
     names of its index and column levels) renamed with :func:`heading` (``headings`` first,
@@ -331,6 +337,11 @@ def show(table, headings: dict[str, str] | None = None, lang: str | None = None)
             out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
                                    for n in out.index.names])
         return out
+    values = {c: VALUES[c] for c in table.columns if isinstance(c, str) and c in VALUES}
+    if values:
+        lang = lang or language()
+        table = table.assign(**{c: table[c].map(lambda v, f=f: f(v, lang))
+                                for c, f in values.items()})
     out = table.rename(columns=lambda c: heading(c, headings) if isinstance(c, str) else c)
     if out.columns.names and any(isinstance(n, str) for n in out.columns.names):
         out.columns = out.columns.set_names([heading(n, headings) if isinstance(n, str) else n

@@ -172,3 +172,20 @@ def test_a_worksheet_verdict_reads_in_chinese_and_stays_english_in_the_data():
     assert verdict_text("pass", "zh-TW") == "通過"
     assert verdict_text("fail: fits context, all correct", "zh-TW") == "未通過：放得進上下文、全部答對"
     assert verdict_text(ungraded, "en") == ungraded
+
+
+def test_show_reads_the_worksheets_values_in_chinese():
+    import pandas as pd
+
+    from labkit.bench import memory, worksheet
+    from labkit.i18n import show
+    ws = pd.DataFrame({"verdict": ["pass", "fail: TTFT ok"], "correct": ["not graded (timing only)", 12],
+                       "memory": [memory.LABELS["rss"], "not measured"]})
+    zh = show(ws, lang="zh-TW")
+    assert list(zh["判定"]) == ["通過", "未通過：首字等待達標"]
+    assert list(zh["正確"]) == ["不評分（只量時間）", 12]
+    assert zh["記憶體"].str.contains("[\u4e00-\u9fff]").all()
+    assert list(ws["verdict"]) == ["pass", "fail: TTFT ok"]          # the data is untouched
+    assert show(ws, lang="en") is ws
+    for label in memory.LABELS.values():
+        assert worksheet.value_text(label, "zh-TW") != label

@@ -162,6 +162,37 @@ def verdict_text(verdict: str, lang: str | None = None) -> str:
     return verdict
 
 
+def value_text(value, lang: str | None = None):
+    """A worksheet cell as people read it: the verdict, "not graded (...)" and the memory
+    label in Chinese under zh-TW; anything else as it is."""
+    from ..i18n import language
+    if (lang or language()) != "zh-TW" or not isinstance(value, str):
+        return value
+    if value.startswith("pass") or value.startswith("fail: "):
+        return verdict_text(value, lang)
+    return _VALUE_ZH.get(value, value)
+
+
+_VALUE_ZH = {
+    "not graded (timing only)": "不評分（只量時間）",
+    "not graded (synthetic weights)": "不評分（合成權重）",
+    "sampled peak RSS of the server process (no GPU in use; psutil)":
+        "伺服器行程的取樣峰值 RSS（沒有使用 GPU；psutil）",
+    "sampled peak GPU memory of the server process (NVML)": "伺服器行程的取樣峰值 GPU 記憶體（NVML）",
+    "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
+    "not measured": "未測量",
+}
+
+
+def _register_values() -> None:
+    from ..i18n import VALUES
+    for column in ("verdict", "correct", "all_correct", "memory"):
+        VALUES.setdefault(column, value_text)
+
+
+_register_values()
+
+
 def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub-flavoured Markdown table, column titles from :data:`TITLES` (a column already
     renamed for display keeps its name); yes/no and the verdict in the language in use."""
@@ -170,8 +201,8 @@ def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
     def cell(v):
         if isinstance(v, (bool, np.bool_)):
             return pick("yes", "是") if v else pick("no", "否")
-        if isinstance(v, str) and (v.startswith("pass") or v.startswith("fail: ")):
-            return verdict_text(v).replace("|", "\\|")
+        if isinstance(v, str):
+            v = value_text(v)
         if isinstance(v, (float, np.floating)):
             if math.isnan(v):
                 return "-"
