@@ -177,7 +177,8 @@ def test_a_worksheet_verdict_reads_in_chinese_and_stays_english_in_the_data():
 def test_show_reads_the_worksheets_values_in_chinese():
     import pandas as pd
 
-    from labkit.bench import memory, worksheet
+    from labkit.bench import memory
+    from labkit.bench.worksheet import value_text
     from labkit.i18n import show
     ws = pd.DataFrame({"verdict": ["pass", "fail: TTFT ok"], "correct": ["not graded (timing only)", 12],
                        "memory": [memory.LABELS["rss"], "not measured"]})
@@ -188,4 +189,4 @@ def test_show_reads_the_worksheets_values_in_chinese():
     assert list(ws["verdict"]) == ["pass", "fail: TTFT ok"]          # the data is untouched
     assert show(ws, lang="en") is ws
     for label in memory.LABELS.values():
-        assert worksheet.value_text(label, "zh-TW") != label
+        assert value_text(label, "zh-TW") != label
