@@ -323,6 +323,12 @@ def heading(name: str, headings: dict[str, str] | None = None) -> str:
 VALUES: dict[str, object] = {}
 
 
+def value(column: str, v, lang: str | None = None):
+    """One cell of ``column`` as people read it in ``lang`` (see :data:`VALUES`)."""
+    f = VALUES.get(column)
+    return f(v, lang or language()) if f is not None else v
+
+
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
     """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
     names of its index and column levels) renamed with :func:`heading` (``headings`` first,

@@ -9,7 +9,7 @@ notebook 08 imports the rent-or-buy and service helpers from here directly.
 
 from __future__ import annotations
 
-from .i18n import pick, show
+from .i18n import pick, show, value
 
 # ---------------------------------------------------------------------------- scheduling (notebook 07)
 
@@ -88,7 +88,7 @@ def findings(reading) -> list[str]:
             out.append(pick(f"{name}: {r['failed']} request(s) failed, so its throughput is not a "
                             f"result ({r['verdict']}).",
                             f"{name}：有 {r['failed']} 個請求失敗，所以它的吞吐不算結果"
-                            f"（{r['verdict']}）。"))
+                            f"（{value('verdict', r['verdict'])}）。"))
             continue
         if r["slots"] == 1 or r["tok_s_vs_1_slot"] != r["tok_s_vs_1_slot"]:
             continue
@@ -102,7 +102,7 @@ def findings(reading) -> list[str]:
                          + (" (slower)" if c > 1 else " (not slower)"),
                          f"；單一請求的中位數花了 x{c:.2f} 的時間"
                          + ("（變慢了）" if c > 1 else "（沒有變慢）"))
-        out.append(line + pick(f"; {r['verdict']}.", f"；{r['verdict']}。"))
+        out.append(line + pick(f"; {r['verdict']}.", f"；{value('verdict', r['verdict'])}。"))
     return out
 
 

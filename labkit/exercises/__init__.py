@@ -199,7 +199,11 @@ def as_number(x) -> float:
         for unit in ("mib", "bytes", "byte", "b", "tokens", "x", "×", "位元組", "個 token", "倍"):
             if s.lower().endswith(unit):
                 s = s[: -len(unit)].strip()
-        return float(s)
+        try:
+            return float(s)
+        except ValueError:
+            raise ValueError(pick(f"expected a number, got {x!r}",
+                                  f"這裡要的是數字，收到的是 {x!r}")) from None
     raise TypeError(pick(f"expected a number, got {type(x).__name__}",
                          f"這裡要的是數字，收到的是 {type(x).__name__}"))
 
