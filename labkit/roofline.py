@@ -393,6 +393,19 @@ def decode_bound(m: Machine, c: ModelCost, batch: int, context: float = 0) -> st
     return "bandwidth" if moving >= computing else "compute"
 
 
+def _bound_text(value, lang):
+    """A ``decode_bound`` cell as people read it (labkit.i18n.show)."""
+    return {"bandwidth": "頻寬", "compute": "運算"}.get(value, value) if lang == "zh-TW" else value
+
+
+def _register_values() -> None:
+    from .i18n import VALUES
+    VALUES.setdefault("decode_bound", _bound_text)
+
+
+_register_values()
+
+
 def crossover_batch(m: Machine, c: ModelCost, context: float = 0) -> float:
     """The batch at which decode stops being bandwidth-bound: where reading the weights
     (plus each sequence's ``context`` KV cells) takes as long as the batch's arithmetic,
