@@ -259,8 +259,8 @@ HEADINGS: dict[str, str] = {
     "rent, busy hours only": "租用，只租忙碌時段",
     # live and in-process runs (labkit.live, labkit.kvlive)
     "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
-    "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "客戶端解碼 tok/s",
-    "client_tok_s": "客戶端 tok/s", "prefill_and_wait_share": "預填與等待占比",
+    "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "用戶端解碼 tok/s",
+    "client_tok_s": "用戶端 tok/s", "prefill_and_wait_share": "預填與等待占比",
     "outcome": "結果", "first_token_s": "首個 token 時間 (s)", "finish_s": "結束時間 (s)",
     "task_id": "任務 id", "start_s": "開始 (s)", "end_s": "結束 (s)", "file": "檔案",
     "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",

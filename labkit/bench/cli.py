@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                           f"KV 池的 n_ctx（預設 {DEFAULT_N_CTX}）"))
     p.add_argument("--in-flight", type=int, nargs="+", default=None,
                    help=_("client concurrency (default: equal to the slot count)",
-                          "客戶端並行數（預設：等於槽位數）"))
+                          "用戶端並行數（預設：等於槽位數）"))
     p.add_argument("--rate", type=float, default=None,
                    help=_("open loop: Poisson arrivals at this many requests/s",
                           "開放迴路：每秒這麼多個請求的卜瓦松到達"))

@@ -18,7 +18,7 @@ from .worksheet import CONFIG_KEYS, run_summary
 
 PHASE_COLORS = {"client wait": "#d9d9d9", "server queue": "#f2c14e", "prefill": "#e6862a",
                 "generating": "#3a76c4"}
-PHASE_NAMES = {"client wait": "等待客戶端", "server queue": "在伺服器排隊",
+PHASE_NAMES = {"client wait": "等待用戶端", "server queue": "在伺服器排隊",
                "prefill": "預填", "generating": "生成中"}
 
 

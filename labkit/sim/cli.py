@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=_("burstiness of gamma arrivals (default 3)", "gamma 到達的爆發程度（預設 3）"))
     w.add_argument("--clients", type=int, default=8,
                    help=_("closed loop: clients in flight (default 8)",
-                          "封閉迴路：在途的客戶端數（預設 8）"))
+                          "封閉迴路：在途的用戶端數（預設 8）"))
     w.add_argument("--think", type=float, default=0.0,
                    help=_("closed loop: think time in s", "封閉迴路：思考時間，單位秒"))
     w.add_argument("--prompt", type=_lengths, default=_lengths("64:1024"),
