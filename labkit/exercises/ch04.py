@@ -44,7 +44,7 @@ def _number(x) -> float:
 
 @exercise("4.1", Both("SmolLM2 was trained on 8192 tokens. With -c 16384 -np 1 (split KV), what "
                       "n_ctx_slot does the server report?",
-                      "SmolLM2 訓練時用的是 8192 個 token。用 -c 16384 -np 1（分割 KV）時，"
+                      "SmolLM2 的訓練上下文是 8192 個 token。用 -c 16384 -np 1（分割 KV）時，"
                       "伺服器回報的 n_ctx_slot 是多少？"))
 def _train_cap(answer):
     want = kv.slot_context(16384, 1, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
@@ -58,7 +58,7 @@ def _train_cap(answer):
                            "本身帶來的一個數字，替槽位設上限")
     return False, pick("one slot with split KV owns the whole pool; then ask how long a text the "
                        "model was trained to read",
-                       "分割 KV 下只有一個槽位時，整個池都是它的；接著想想，這個模型訓練時讀的"
+                       "分割 KV 下只有一個槽位時，整個池都是它的；接著想想，這個模型訓練時一次讀的"
                        "文字有多長")
 
 
@@ -150,7 +150,7 @@ def _reserve(answer):
 @exercise("4.5", Both("-np 4 --kv-unified --kv-unified-per-slot 1536 for SmolLM2 (trained on 8192). "
                       "How many KV cells does llama-server allocate without -c, and how many with "
                       "-c 4096? Answer (without, with).",
-                      "SmolLM2（訓練時用 8192 個 token）用 -np 4 --kv-unified "
+                      "SmolLM2（訓練上下文 8192 個 token）用 -np 4 --kv-unified "
                       "--kv-unified-per-slot 1536。沒寫 -c 時，llama-server 配置幾個 KV 格？"
                       "寫了 -c 4096 時又是幾個？用 (沒寫, 有寫) 作答。"))
 def _per_slot_pool(answer):
@@ -266,7 +266,7 @@ def slot_cases():
                       "llama-server reports for -c c -np np (unified or split KV) and a model trained "
                       "on n_ctx_train tokens, -c 0 included.",
                       "寫出 n_ctx_slot(c, np, unified, n_ctx_train) -> int：對 -c c -np np"
-                      "（統一或分割 KV）、以及訓練時用 n_ctx_train 個 token 的模型，llama-server "
+                      "（統一或分割 KV）、以及訓練上下文為 n_ctx_train 個 token 的模型，llama-server "
                       "回報的每槽上下文；-c 0 也要算對。"), kind=CODE)
 def _slot_function(fn):
     cases = slot_cases()
@@ -294,7 +294,7 @@ open_question(
          "Which -c and -np? What happens if the pool runs out, and how would you keep that from "
          "hurting the agents? Use the numbers of this notebook.",
          "你的團隊跑 4 個 Agent，每個保留大約 6k token 的上下文；每天會有一次，有人問起一份 "
-         "20k token 的文件；模型訓練時用的是 32k token。分割還是統一？-c 和 -np 設多少？"
+         "20k token 的文件；模型的訓練上下文是 32k token。分割還是統一？-c 和 -np 設多少？"
          "池用光了會怎樣，你要怎麼不讓它傷到那些 Agent？用這本筆記本的數字回答。"),
     model_answer=Both(
         "Split -np 4 gives each stripe -c/4: -c 24576 serves the agents (6144 each) but refuses "
