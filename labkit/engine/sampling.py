@@ -6,9 +6,12 @@ Three small pieces, one per concern:
   built from :class:`SamplingParams`, in llama-server's order: logit biases,
   repetition penalties, then top_k -> top_p -> min_p -> temperature -> a
   seeded random draw; at temperature 0 the last five are one greedy pick
-  (argmax). An optional grammar (JSON mode) only lets through tokens that keep
-  the output valid. :meth:`Sampler.probs` reads the probabilities of the
-  model's raw distribution (``n_probs``, OpenAI's ``logprobs``).
+  (argmax). An optional grammar only lets through tokens that keep the output
+  valid: GBNF (JSON mode too) through llama.cpp's grammar sampler, a grammar
+  that starts with ``%llguidance`` through llguidance (:mod:`.guidance`), as
+  llama-server built with llguidance does. :meth:`Sampler.probs` reads the
+  probabilities of the model's raw distribution (``n_probs``, OpenAI's
+  ``logprobs``).
 - :class:`TextStream` joins the byte pieces of tokens and releases only whole
   UTF-8 characters (an emoji can span several tokens); the bytes of a
   character cut off by the end of generation are never released.
@@ -27,7 +30,9 @@ from dataclasses import dataclass, field
 import llama_cpp
 import numpy as np
 
+from .guidance import Guide, is_llguidance
 from .native import tokenize
+from .response_format import chat_grammar
 
 
 @dataclass
@@ -36,10 +41,13 @@ class SamplingParams:
 
     ``max_tokens=None`` means "until end-of-generation, a stop string, or the
     slot is full" (llama-server's n_predict = -1). ``seed=None`` draws a random
-    seed. ``grammar`` is GBNF text; ``json_schema`` (a dict) and
-    ``json_object=True`` are turned into GBNF with llama-cpp-python's
-    converters. ``cache_prompt`` keeps the slot's KV after the request so a
-    later prompt with the same prefix only computes the rest.
+    seed. ``grammar`` is GBNF text, or an llguidance grammar when it starts with
+    ``%llguidance`` (as in llama-server built with llguidance); ``json_schema``
+    (a dict) and ``json_object=True`` are turned into GBNF with llama-cpp-python's
+    converters; with ``chat_json=True`` (``response_format`` on the chat endpoint) into
+    the grammar of llama-server's chat answer, the JSON optionally in a Markdown
+    fence (:func:`.response_format.chat_grammar`). ``cache_prompt`` keeps the slot's
+    KV after the request so a later prompt with the same prefix only computes the rest.
 
     ``logit_bias`` adds a bias to a token's logit before sampling: pairs of a
     token id (ids outside the vocabulary are skipped) or a text (each of its
@@ -62,6 +70,7 @@ class SamplingParams:
     grammar: str | None = None
     json_schema: dict | None = None
     json_object: bool = False
+    chat_json: bool = False
     ignore_eos: bool = False
     logit_bias: list[tuple[int | str, float]] = field(default_factory=list)
     repeat_last_n: int = 64
@@ -78,9 +87,12 @@ class SamplingParams:
                                             self.presence_penalty != 0.0)
 
     def gbnf(self) -> str | None:
-        """The grammar that constrains the output, or None."""
+        """The grammar that constrains the output, or None (a ``grammar`` field as it is:
+        GBNF, or llguidance's when it starts with ``%llguidance``)."""
         if self.grammar:
             return self.grammar
+        if self.chat_json and (self.json_schema is not None or self.json_object):
+            return chat_grammar(self.json_schema)
         from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
         if self.json_schema is not None:
             return json_schema_to_gbnf(json.dumps(self.json_schema))
@@ -97,6 +109,9 @@ class Sampler:
     grammar filter the whole vocabulary and the chain pick again. That is
     llama.cpp's own trick (common_sampler_sample): checking ~50k tokens
     against a grammar takes milliseconds, checking one takes microseconds.
+    An llguidance grammar (:class:`.guidance.Guide`) works the same way: its
+    mask of allowed tokens is computed once per step, and read for one token
+    or for all.
     """
 
     def __init__(self, vocab, params: SamplingParams, eog: list[int] = ()):
@@ -104,15 +119,23 @@ class Sampler:
         cp.no_perf = True
         self.ptr = llama_cpp.llama_sampler_chain_init(cp)
         self.grammar = None
+        self.guide = None
         self.params = params
         self.n_vocab = n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
         add = lambda s: llama_cpp.llama_sampler_chain_add(self.ptr, s)  # noqa: E731
         grammar = params.gbnf()
-        if grammar is not None:
+        if is_llguidance(grammar):
+            try:
+                self.guide = Guide(vocab, grammar)
+            except ValueError as exc:
+                self.close()
+                raise ValueError(f"llguidance could not compile the grammar: {exc}") from None
+        elif grammar is not None:
             self.grammar = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
             if not self.grammar:
                 self.close()
                 raise ValueError("llama.cpp could not parse the grammar")
+        if grammar is not None:
             self._ids = np.arange(n_vocab, dtype=np.int32)
             self._cur = np.zeros(n_vocab, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
             self._cur_arr = llama_cpp.llama_token_data_array(
@@ -167,6 +190,13 @@ class Sampler:
 
     def sample(self, ctx, idx: int) -> int:
         """Pick (and accept) the next token from output ``idx`` of the last decode."""
+        if self.guide is not None:
+            tok = self._pick(ctx, idx, with_grammar=False)
+            if not self.guide.allows(tok):
+                tok = self._pick(ctx, idx, with_grammar=True)
+            self.guide.accept(tok)
+            llama_cpp.llama_sampler_accept(self.ptr, tok)
+            return tok
         if self.grammar is None:
             return self._sample(self.ptr, ctx, idx)   # applies the chain, accepts the token
         tok = self._pick(ctx, idx, with_grammar=False)
@@ -188,7 +218,9 @@ class Sampler:
                                              shape=(self.n_vocab,))
         cur["p"] = 0.0
         arr.size, arr.selected, arr.sorted = self.n_vocab, -1, False
-        if with_grammar:
+        if with_grammar and self.guide is not None:
+            self.guide.mask(cur["logit"])
+        elif with_grammar:
             llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(arr))
         llama_cpp.llama_sampler_apply(self.ptr, ctypes.byref(arr))
         return arr.data[arr.selected].id
@@ -217,6 +249,7 @@ class Sampler:
         if self.grammar:
             llama_cpp.llama_sampler_free(self.grammar)
             self.grammar = None
+        self.guide = None
 
 
 def complete_utf8(raw: bytes) -> int:

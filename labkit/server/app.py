@@ -43,6 +43,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from ..engine import ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull
+from ..engine import response_format
 from ..engine.chat import prefill
 from ..engine.native import eog_tokens
 from . import fields, tools
@@ -495,7 +496,10 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
         for index, ev in enumerate(finals):
             # llama-server's whole chat answer starts with the prefilled assistant text, and
             # drops a character cut off at the end unless that is all there is.
-            content = start + (ev.text or whole_text(ev))
+            text = ev.text or whole_text(ev)
+            if req.params.chat_json and not req.params.grammar:
+                text = response_format.content(text)   # the JSON, out of its fence
+            content = start + text
             choice = {"index": index, "message": {"role": "assistant", "content": content},
                       "finish_reason": ev.finish_reason}
             if ev.probs:

@@ -122,6 +122,9 @@ def sampling_params(body: dict, chat: bool = False) -> SamplingParams:
             if not isinstance(schema, dict):
                 raise bad("'response_format.json_schema.schema' must be a JSON schema object")
             p.json_schema = schema
+        # on the chat endpoint, llama-server's chat parser builds the grammar of the whole
+        # answer (the JSON, optionally in a ```json fence)
+        p.chat_json = chat and rf["type"] != "text"
         if p.json_schema is not None:
             try:   # the engine's own conversion, so a bad schema is a 400 here, not a 500 later
                 p.gbnf()
