@@ -67,3 +67,18 @@ def test_the_chat_endpoint_takes_the_chat_grammar_and_completion_does_not():
                            chat=True).gbnf() == chat_grammar(None)
     assert SamplingParams(grammar='root ::= "a"', chat_json=True).gbnf() == 'root ::= "a"'
     assert json.loads(content('```json\n{"colour": "red"}\n```')) == {"colour": "red"}
+
+
+@pytest.mark.parametrize("pieces", [
+    ["`", "`", "`", "j", "son", "\n", "\n", "{", "\n ", ' "', "c", "ol", "our", '":', ' "', "j",
+     "son", '"', "\n", "}", "\n", "\n", "```", ""],          # llama-server's tokens, measured
+    ["\n", "{", '"a"', ": ", "1", "}", "\n"],
+    ["```json", "\n", '{"a": [1, ', "2"],                 # cut off by max_tokens
+    ["```", "json", "\n", '{"s": "x`', 'y"}', "\n```"],
+])
+def test_a_streamed_answer_sends_the_same_content(pieces):
+    from labkit.engine.response_format import ContentStream
+    s = ContentStream()
+    deltas = [s.push(p) for p in pieces]
+    assert "```" not in "".join(deltas).replace('x`y', '')
+    assert "".join(deltas) + s.finish() == content("".join(pieces))

@@ -17,7 +17,8 @@ it. ``json_object`` is the schema ``{"type": "object"}``. The schema's rules
 current layout: a value takes no whitespace after it (none before a comma), an object or
 array may have whitespace before its closing bracket, and llama.cpp's ``space``,
 ``char`` and ``integral-part`` rules. The message's ``content`` is then the JSON alone
-(:func:`content`): the fence and the whitespace around it are not part of it.
+(:func:`content`): the fence and the whitespace around it are not part of it; a streamed
+answer sends the same content piece by piece (:class:`ContentStream`).
 """
 
 from __future__ import annotations
@@ -86,3 +87,32 @@ def content(text: str) -> str:
     except ValueError:
         return body
     return stripped
+
+
+class ContentStream:
+    """The content of a streamed answer made under :func:`chat_grammar`, piece by piece:
+    :meth:`push` returns what is new of the JSON (nothing while a fence may be opening;
+    trailing whitespace and backticks are held, they may be the closing fence), and
+    :meth:`finish` the rest once the answer has ended (what :func:`content` gives)."""
+
+    def __init__(self):
+        self.text = ""
+        self.sent = ""
+
+    def _release(self, now: str) -> str:
+        if not now.startswith(self.sent):
+            return ""
+        delta, self.sent = now[len(self.sent):], now
+        return delta
+
+    def push(self, piece: str) -> str:
+        self.text += piece
+        start = self.text.lstrip(" \t\n")
+        if "```json".startswith(start):
+            return ""
+        m = _FENCE_OPEN.match(self.text)
+        body = self.text[m.end():] if m else start
+        return self._release(body.rstrip(" \t\n`"))
+
+    def finish(self) -> str:
+        return self._release(content(self.text))

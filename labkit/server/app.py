@@ -468,15 +468,25 @@ def create_app(state: ServerState, load_in_background: bool = True) -> Starlette
                     {"index": index, "delta": {"role": "assistant", "content": None},
                      "finish_reason": None}]}
 
+            # under response_format, the JSON alone, out of its fence (as the whole answer)
+            fenced = ({} if req.params.chat_json and not req.params.grammar else None)
+
             def piece(index, ev):
-                if not ev.text:
+                text = ev.text
+                if fenced is not None:
+                    text = fenced.setdefault(index, response_format.ContentStream()).push(text)
+                if not text:
                     return None
-                choice = {"index": index, "delta": {"content": ev.text}, "finish_reason": None}
+                choice = {"index": index, "delta": {"content": text}, "finish_reason": None}
                 if ev.probs is not None:
                     choice["logprobs"] = {"content": [ev.probs]}
                 return {**base, "object": "chat.completion.chunk", "choices": [choice]}
 
             def final(index, ev):
+                rest = fenced[index].finish() if fenced and index in fenced else ""
+                if rest:
+                    yield {**base, "object": "chat.completion.chunk", "choices": [
+                        {"index": index, "delta": {"content": rest}, "finish_reason": None}]}
                 # the timings go with the usage chunk when there is one, as in llama-server
                 chunk = {**base, "object": "chat.completion.chunk", "choices": [
                     {"index": index, "delta": {}, "finish_reason": ev.finish_reason}]}
