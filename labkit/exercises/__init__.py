@@ -232,8 +232,15 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
         if w == as_word(key) or w in {as_word(x) for x in words} \
                 or w.replace(" ", "") in {as_word(x).replace(" ", "") for x in words}:
             return key
-    raise ValueError(pick("answer one of: ", "請從這些選一個：") + ", ".join(
-        f"{k} ({'/'.join(v[:2])})" if v else k for k, v in options.items()))
+    def shown(key, words):     # an option and two of its words, Chinese ones for a Chinese reader
+        if not words:
+            return key
+        from ..glossary import avoided
+        cjk = [x for x in words if any("\u3400" <= ch <= "\u9fff" for ch in x) and not avoided(x)]
+        return pick(f"{key} ({'/'.join(words[:2])})",
+                    f"{key}（{'/'.join((cjk + list(words))[:2])}）")
+    raise ValueError(pick("answer one of: ", "請從這些選一個：") + pick(", ", "、").join(
+        shown(k, v) for k, v in options.items()))
 
 
 from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08  # noqa: E402,F401  (register the exercises)
