@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from . import kv
+from .i18n import pick
 from .settings import resolve_slots
 
 REFERENCE = "xllamacpp"
@@ -42,7 +43,7 @@ def reference_installed() -> bool:
 def skip_note(what: str) -> str:
     """What a cell says when it skips ``what`` (a text, or an :class:`labkit.i18n.Both`)
     because llama-server itself is not installed, in the language in use."""
-    from .i18n import pick, text
+    from .i18n import text
     what = text(what)
     return pick(f"skipped: {what}. llama.cpp's own llama-server is not installed here; install "
                 "the reference with  pip install -e \".[ref]\"  and run this cell again.",
@@ -142,8 +143,10 @@ class PoolRun:
         been exceeded.)"."""
         parts = []
         for (status, error), n in self.requests.groupby(["status", "error"], dropna=False).size().items():
-            parts.append(f"{n} x HTTP {status}" + (f" ({error})" if isinstance(error, str) else ""))
-        return ", ".join(parts)
+            err = isinstance(error, str)
+            parts.append(pick(f"{n} x HTTP {status}" + (f" ({error})" if err else ""),
+                              f"{n} 個 HTTP {status}" + (f"（{error}）" if err else "")))
+        return pick(", ", "、").join(parts)
 
 
 def _send_all(server, text: str, n: int, max_tokens: int) -> list[dict]:

@@ -315,7 +315,7 @@ open_question(
         "llama-server 讓每一個在途請求都以 HTTP 500 `Context size has been exceeded.` 失敗"
         "（第 6 節）。所以要嘛照最糟的那天設 -c（補齊後約 45056，並付出它的 KV 位元組，見筆記本 "
         "03），要嘛維持 -c 32768，在 Agent 空閒時才送那份文件（或送到另一台 -np 1 的伺服器），"
-        "用 --kv-unified-per-slot 限制一般的槽位，並在客戶端重試 500；labkit 的 reserve=True "
+        "用 --kv-unified-per-slot 限制一般的槽位，並在用戶端重試 500；labkit 的 reserve=True "
         "會讓請求改成等待，但 llama-server 沒有這個選項。"),
     rubric=[
         Both("computes the split stripe (-c / np, padded) and sees the 20k document refused "
@@ -329,7 +329,7 @@ open_question(
         Both("names a remedy with its cost: a bigger -c (memory), scheduling the document apart, a "
              "second server, a per-slot cap, client retries or admission control",
              "提出一個對策並說出它的代價：更大的 -c（記憶體）、把文件錯開時間處理、第二台伺服器、"
-             "每槽上限、客戶端重試，或准入控制"),
+             "每槽上限、用戶端重試，或准入控制"),
         Both("writes -c and -np explicitly (no -np auto) and checks n_ctx_slot in the log",
              "明寫 -c 和 -np（不用 -np auto），並在日誌裡核對 n_ctx_slot"),
     ],
