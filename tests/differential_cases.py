@@ -224,6 +224,13 @@ def _bad_input() -> list[Case]:
              deliberate="an empty prompt is refused; llama-server answers 200 with no text",
              labkit={"http": 400, "error.type": "invalid_request_error"},
              reference={"http": 200, "content": ""}),
+        Case("completion-json-schema-bogus", "base",
+             body={"prompt": "A colour as JSON:", "n_predict": 4, "temperature": 0,
+                   "json_schema": {"type": "bogus"}},
+             deliberate="a schema llguidance cannot compile is refused; llama-server drops "
+                        "the grammar and generates unconstrained",
+             labkit={"http": 400, "error.type": "invalid_request_error"},
+             reference={"http": 200}),
         Case("body-over-8-mib", "base", path=chat, body=b"x" * (9 * 2**20),
              deliberate="a body over 8 MiB is refused with 413 before it is parsed; "
                         "llama-server reads any size (here it then fails to parse it)",
@@ -481,6 +488,13 @@ def _api_surface() -> list[Case]:
              body={"messages": SYSTEM, "max_tokens": 16, "temperature": 0,
                    "response_format": {"type": "json_object"}},
              same=("text",)),
+        # /completion's json_schema goes to llguidance in llama-server (and in labkit)
+        *[Case(f"completion-json-schema-{name}", "base",
+               body={"prompt": "A colour as JSON:", "n_predict": 32, "temperature": 0,
+                     "json_schema": schema},
+               same=("http", "text", "tokens_predicted", "stop_type",
+                     "generation_settings.grammar"))
+          for name, schema in [("text", SCHEMA), ("array", MORE_SCHEMAS["array"][0])]],
         Case("n-choices", "base", path=chat,
              body={"messages": SYSTEM, "max_tokens": 2, "temperature": 0, "n": 2},
              same=("http", "n_choices")),

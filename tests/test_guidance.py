@@ -44,3 +44,16 @@ def test_an_llguidance_grammar_constrains_the_engine(model_path):
         assert f.finish_reason == "stop" and set(json.loads(f.text)) == {"colour"}
         with pytest.raises(ValueError, match="llguidance"):
             eng.submit(prompt, SamplingParams(grammar=schema_grammar({"type": "bogus"})))
+
+
+def test_completions_json_schema_becomes_an_llguidance_grammar():
+    from labkit.server.errors import ApiError
+    from labkit.server.validate import sampling_params
+    p = sampling_params({"json_schema": SCHEMA})
+    assert p.grammar == schema_grammar(SCHEMA) and not p.chat_json
+    assert sampling_params({"json_schema": SCHEMA, "grammar": 'root ::= "a"'}).grammar == \
+        'root ::= "a"'
+    with pytest.raises(ApiError, match="(?i)schema.*bogus"):
+        sampling_params({"json_schema": {"type": "bogus"}})
+    with pytest.raises(ApiError, match="json_schema"):
+        sampling_params({"json_schema": "nope"})

@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ..engine import SamplingParams
+from ..engine import SamplingParams, guidance
 from . import fields
 from .errors import ApiError
 
@@ -135,6 +135,16 @@ def sampling_params(body: dict, chat: bool = False) -> SamplingParams:
         if not isinstance(grammar, str):
             raise bad("'grammar' must be a GBNF string")
         p.grammar = grammar
+    elif not chat and body.get("json_schema") is not None:
+        # /completion's json_schema: llama.cpp's json_schema_to_grammar, which (llama-server
+        # being built with llguidance) hands the schema to llguidance
+        schema = body["json_schema"]
+        if not isinstance(schema, dict):
+            raise bad("'json_schema' must be a JSON schema object")
+        p.grammar = guidance.schema_grammar(schema)
+        error = guidance.check(p.grammar)
+        if error:   # llama-server would generate unconstrained; labkit refuses
+            raise bad(f"JSON schema error: {error.splitlines()[0]}")
     try:
         fields.apply(body, p, chat)
     except ValueError as exc:
