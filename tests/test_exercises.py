@@ -257,3 +257,20 @@ def test_a_blank_answer_is_reported_in_chinese(monkeypatch, capsys):
     monkeypatch.setenv("LABKIT_LANG", "zh-TW")
     exercises.check("3.1", ...)
     assert capsys.readouterr().out.startswith("練習 3.1：… 尚未作答：把 ... 換成你的答案")
+
+
+@pytest.mark.parametrize("written, value", [
+    ("131,072", 131072), ("90 MiB", 90), ("約 60 個", 60), ("8192 格", 8192), ("4 倍", 4),
+    ("兩個", 2), ("四個槽位", 4), ("沒有", 0), ("3 個請求", 3), ("69,632 個位元組", 69632),
+    ("18 段對話", 18), ("2 個 token", 2), ("10 次", 10), ("大約 5 左右", 5), ("-0.17", -0.17)])
+def test_a_number_is_read_as_a_learner_writes_it(written, value):
+    assert exercises.as_number(written) == value
+
+
+@pytest.mark.parametrize("written", ["a lot", "兩百", "x5", "16.67%", "it will not fit"])
+def test_what_is_not_a_number_says_so_in_the_learners_language(written, monkeypatch):
+    with pytest.raises(ValueError, match="expected a number"):
+        exercises.as_number(written)
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    with pytest.raises(ValueError, match="這裡要的是數字"):
+        exercises.as_number(written)

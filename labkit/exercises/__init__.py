@@ -15,6 +15,7 @@ verdict instead of printing it (the tests use it). Worked solutions live apart, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -186,26 +187,44 @@ def kinds() -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- answer helpers
 
+# Words a learner may put around a number: English units, Chinese counters and units, "about".
+_UNITS = ("mib", "gib", "bytes", "byte", "b", "tokens", "token", "requests", "request", "x", "×",
+          "s", "ms")
+_ZERO = ("none", "no one", "zero", "零", "沒有", "都沒有", "一個也沒有", "零個")
+_SMALL = {"一": 1, "二": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+          "十": 10}
+_NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(.*)$", re.I)
+_CJK = re.compile(r"^[\u3400-\u9fff\s]+$")
+_COUNTERS = "個次倍格段位張"
+
+
 def as_number(x) -> float:
-    """An int, float, or a string such as ``"131,072"`` / ``"90 MiB"`` as a float."""
+    """An int, float, or a string as a learner writes a number: ``"131,072"``, ``"90 MiB"``,
+    ``"約 60 個"``, ``"8192 格"``, ``"4 倍"``, ``"兩個"``, ``"沒有"`` (0). A unit or counter after
+    the number is dropped (English units, or any Chinese word); anything else is a ValueError in
+    the learner's language."""
     if isinstance(x, bool):
         raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
     if isinstance(x, (int, float)):
         return float(x)
     if hasattr(x, "item"):            # numpy scalars
         return float(x.item())
-    if isinstance(x, str):
-        s = x.strip().replace(",", "").replace("_", "")
-        for unit in ("mib", "bytes", "byte", "b", "tokens", "x", "×", "位元組", "個 token", "倍"):
-            if s.lower().endswith(unit):
-                s = s[: -len(unit)].strip()
-        try:
-            return float(s)
-        except ValueError:
-            raise ValueError(pick(f"expected a number, got {x!r}",
-                                  f"這裡要的是數字，收到的是 {x!r}")) from None
-    raise TypeError(pick(f"expected a number, got {type(x).__name__}",
-                         f"這裡要的是數字，收到的是 {type(x).__name__}"))
+    if not isinstance(x, str):
+        raise TypeError(pick(f"expected a number, got {type(x).__name__}",
+                             f"這裡要的是數字，收到的是 {type(x).__name__}"))
+    s = x.strip().strip("。.！!？? ").replace(",", "").replace("_", "")
+    for about in ("大約", "約", "about", "~"):
+        s = s.removeprefix(about).strip()
+    s = s.removesuffix("左右").strip()
+    if s.lower() in _ZERO:
+        return 0.0
+    if s and s[0] in _SMALL and (len(s) == 1 or s[1] in _COUNTERS):
+        return float(_SMALL[s[0]])                       # 兩個, 四個槽位 (but not 兩百)
+    m = _NUMBER.match(s)
+    if m and (not m[2] or m[2].lower() in _UNITS or _CJK.match(m[2])
+              or m[2].lower().startswith("個")):
+        return float(m[1])
+    raise ValueError(pick(f"expected a number, got {x!r}", f"這裡要的是數字，收到的是 {x!r}"))
 
 
 def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:

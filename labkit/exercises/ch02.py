@@ -11,15 +11,6 @@ from ..handbuilt import (chat_tokens, context, engine_run, first_difference, gua
                          pattern, schedule)
 
 
-def _number(answer) -> float:
-    """A number, also as a Chinese learner may write it ("約 60 個", "10 次")."""
-    if isinstance(answer, str):
-        answer = answer.strip().removeprefix("大約").removeprefix("約").strip()
-        for end in ("次呼叫", "次", "左右"):
-            answer = answer.removesuffix(end).strip()
-    return as_number(answer)
-
-
 def decode_calls(prompt_lens, n_slots: int, answer_lens, n_batch: int = 2048) -> int:
     """How many llama_decode calls the engine's rules make for these lengths (see
     :func:`labkit.handbuilt.schedule`)."""
@@ -32,7 +23,7 @@ def decode_calls(prompt_lens, n_slots: int, answer_lens, n_batch: int = 2048) ->
                       "三個 30 token 的提示同時送到一個有 2 個槽位的批次器；每個回答剛好 5 個 token，"
                       "一整個提示放得進一個批次。服務完這三個請求，總共要呼叫幾次 llama_decode？"))
 def _calls(answer):
-    v = _number(answer)
+    v = as_number(answer)
     want = decode_calls([30, 30, 30], 2, 5)
     if v == want:
         return True, ""
@@ -179,7 +170,7 @@ def _chunked(fn):
                       "一個有 2 個槽位、n_batch = 32 的批次器同時收到兩個 40 token 的提示；每個回答"
                       "剛好 3 個 token。用分塊預填，服務完兩個請求要呼叫幾次 llama_decode？"))
 def _chunked_calls(answer):
-    v = _number(answer)
+    v = as_number(answer)
     want = decode_calls([40, 40], 2, 3, n_batch=32)
     if v == want:
         return True, ""

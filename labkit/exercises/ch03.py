@@ -17,7 +17,7 @@ SEED_8B = catalog.get("llama-3.1-8b")
                       f"頭維度 {SEED_8B.head_dim}）用 q8_0 的 KV 快取，每個 token 要幾個位元組？"))
 def _q8(answer):
     want = SEED_8B.kv_bytes_per_token("q8_0")
-    v = _number(answer)
+    v = as_number(answer)
     if close(v, want):
         return True, ""
     if close(v, SEED_8B.kv_bytes_per_token("f16")):
@@ -32,19 +32,6 @@ def _q8(answer):
                        "q8_0 的一塊把 32 個值和一個縮放係數存在一起")
 
 
-def _number(answer) -> float:
-    """A number, also when written with a Chinese counter or unit ("18 段", "69,632 位元組")."""
-    if isinstance(answer, str):
-        answer = answer.strip()
-        for unit in ("段對話", "段", "個位元組", "個", "格"):
-            answer = answer.removesuffix(unit).strip()
-    try:
-        return as_number(answer)
-    except ValueError:
-        raise ValueError(pick("expected a number, such as 1024 or \"1,024 bytes\"",
-                              "這裡要的是數字，例如 1024 或 \"1,024 位元組\"")) from None
-
-
 def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
     from ..models import describe
     return kv.kv_cache_bytes(describe(with_hash=False), n_ctx, kv_type) / 2**20
@@ -54,7 +41,7 @@ def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
                       "f16?", "內建模型用 f16 存 4096 格，KV 快取要幾 MiB？"))
 def _embedded(answer):
     want = embedded_kv_mib()
-    v = _number(answer)
+    v = as_number(answer)
     if close(v, want, abs_=0.01):
         return True, ""
     if close(v, want * 2**20, rel=1e-6):
@@ -76,7 +63,7 @@ def conversations_24gib_q8() -> int:
                       "q8_0 的 KV 快取。同時放得下幾段 8192 個 token 的對話？"))
 def _calc(answer):
     want = conversations_24gib_q8()
-    v = _number(answer)
+    v = as_number(answer)
     if v == want:
         return True, ""
     f16 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="f16", tokens_per_conversation=8192)
@@ -99,7 +86,7 @@ def _calc(answer):
                       "KV 頭（分組查詢注意力，GQA）。如果每個查詢頭都保有自己的鍵和值，"
                       "它的 KV 快取會變成幾倍？"))
 def _gqa(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if close(v, SEED_8B.gqa_group):
         return True, ""
     if close(v, 1 / SEED_8B.gqa_group):
@@ -128,7 +115,7 @@ def _unused(answer):
     if isinstance(answer, (dict, str)) or not hasattr(answer, "__len__") or len(answer) != 2:
         return False, pick("answer with a pair of numbers, (split, paged)",
                            "請用一對數字回答：(分割, 分頁)")
-    split, paged = (_number(x) for x in answer)
+    split, paged = (as_number(x) for x in answer)
     want_split, want_paged = unused_cells()
     ok_split = split in (want_split, want_split + 1)       # 410 or 409 cells counted as held
     ok_paged = paged in (want_paged, want_paged + 1)

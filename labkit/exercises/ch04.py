@@ -26,20 +26,6 @@ def _tuple(answer, n):
     return tuple(answer)
 
 
-CHINESE_DIGITS = {"一": 1, "二": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8}
-
-
-def _number(x) -> float:
-    """A number, also when written with a Chinese counter ("8192 格", "2 個") or as a small
-    Chinese numeral ("兩個")."""
-    if isinstance(x, str):
-        x = x.strip()
-        for unit in ("個請求", "個槽位", "個 token", "格", "個"):
-            x = x.removesuffix(unit).strip()
-        x = CHINESE_DIGITS.get(x, x)
-    return as_number(x)
-
-
 # ---------------------------------------------------------------------------- 4.1 the training cap
 
 @exercise("4.1", Both("SmolLM2 was trained on 8192 tokens. With -c 16384 -np 1 (split KV), what "
@@ -48,7 +34,7 @@ def _number(x) -> float:
                       "伺服器回報的 n_ctx_slot 是多少？"))
 def _train_cap(answer):
     want = kv.slot_context(16384, 1, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
-    v = _number(answer)
+    v = as_number(answer)
     if v == want:
         return True, ""
     if v == 16384:
@@ -70,7 +56,7 @@ def _train_cap(answer):
                       "各是多少？用 (n_ctx, n_ctx_seq) 作答。"))
 def _padding(answer):
     sc = kv.slot_context(1000, 3, False)
-    got = tuple(int(_number(x)) for x in _tuple(answer, 2))
+    got = tuple(int(as_number(x)) for x in _tuple(answer, 2))
     if got == (sc.n_ctx, sc.n_ctx_seq):
         return True, ""
     if got[1] in (333, 341):
@@ -94,7 +80,7 @@ def _padding(answer):
                       "例如「統一」、「共用桌」或「分割」。"))
 def _auto(answer):
     n, unified, slot = _tuple(answer, 3)
-    n, slot = int(_number(n)), int(_number(slot))
+    n, slot = int(as_number(n)), int(as_number(slot))
     if not isinstance(unified, bool):
         unified = choice(unified, KV_MODES) == "unified"
     want = kv.slot_context(8192, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
@@ -128,7 +114,7 @@ def reserved_at_once(pool: int = 4096, prompt: int = 900, max_tokens: int = 500,
                       "一個 4096 格的統一池，reserve=True，來了四個請求，每個的提示有 900 個 "
                       "token、max_tokens=500。同時有幾個在跑？"))
 def _reserve(answer):
-    v = _number(answer)
+    v = as_number(answer)
     want = reserved_at_once()
     if v == want:
         return True, ""
@@ -154,7 +140,7 @@ def _reserve(answer):
                       "--kv-unified-per-slot 1536。沒寫 -c 時，llama-server 配置幾個 KV 格？"
                       "寫了 -c 4096 時又是幾個？用 (沒寫, 有寫) 作答。"))
 def _per_slot_pool(answer):
-    without, with_c = (int(_number(x)) for x in _tuple(answer, 2))
+    without, with_c = (int(as_number(x)) for x in _tuple(answer, 2))
     want = tuple(kv.server_slot_context(c, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN,
                                         per_slot=1536).n_ctx for c in (0, 4096))
     if (without, with_c) == want:
@@ -183,7 +169,7 @@ def _per_slot_pool(answer):
                       "at the same time?",
                       "llama-server -c 8192 -b 512 -ub 128 -np 2：它同時服務幾個請求？"))
 def _batch_is_not_slots(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if v == 2:
         return True, pick("-b and -ub size the batches of tokens inside one llama_decode call; the "
                           "slot count alone says how many requests are served at once (FAQ 6)",

@@ -10,19 +10,10 @@ from ..i18n import Both, pick
 from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
 
 
-def _number(answer) -> float:
-    """``answer`` as a number; a word that is not one is reported in the language in use."""
-    try:
-        return as_number(answer)
-    except ValueError:
-        raise ValueError(pick(f"expected a number, got {answer!r}",
-                              f"這裡要的是一個數字，收到的是 {answer!r}")) from None
-
-
 @exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
                       "12 份文件，每個回答 64 個 token，整批 wall time 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
-    v = _number(answer)
+    v = as_number(answer)
     want = 12 * 64 / 8
     if abs(v - want) < 0.01:
         return True, ""
@@ -106,7 +97,7 @@ SPEED_TOLERANCE = 0.10
                       "（批次 1）的解碼 tok/s。"))
 def _speed(answer):
     from ..roofline import machine, model_cost
-    v = _number(answer)
+    v = as_number(answer)
     m, c = machine(), model_cost()
     want = m.bandwidth / c.weight_bytes
     formula = (f"{m.bandwidth / 1e9:.2f} GB/s / {c.weight_bytes / 1e6:.1f} MB of weights "
@@ -295,7 +286,7 @@ def _timer(fn):
                       "一個請求生成了 35 個 token；送出後 2.50 秒收到第一個 token，3.35 秒收到"
                       "最後一個。只看用戶端的時鐘，它的解碼速度是多少 tok/s？"))
 def _decode_speed(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if 34 / 0.85 * 0.95 <= v <= 35 / 0.85 * 1.05:
         return True, pick("the server's timings.predicted_per_second measures the same span, "
                           "first token to last, on its own clock",

@@ -7,15 +7,6 @@ from ..i18n import Both, pick
 from . import as_number, choice, exercise, open_question
 
 
-def _number(answer) -> float:
-    """A number, also as a Chinese learner may write it ("約 60 個", "10 次")."""
-    if isinstance(answer, str):
-        answer = answer.strip().removeprefix("大約").removeprefix("約").strip()
-        for end in ("個 token", "個", "左右"):
-            answer = answer.removesuffix(end).strip()
-    return as_number(answer)
-
-
 SETTINGS = {
     "cont_batching": ("continuous batching", "cont batching", "no cont batching",
                       "--cont-batching", "--no-cont-batching", "連續批次", "continuous batching 開關",
@@ -62,7 +53,7 @@ def _truncation(answer):
                       "time?",
                       "8 份互不相依的摘要，再加 1 次合併，4 個槽位：同一時間最多有幾次模型呼叫？"))
 def _dependent(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if v == 4:
         return True, ""
     if v in (8, 9):
@@ -81,7 +72,7 @@ def _dependent(answer):
                       "開頭 700 個完全相同的 token，加上約 60 token 的文件，快取開著，一個槽位："
                       "第二個請求大約要重新處理多少個提示 token（60 還是 760）？"))
 def _prefix(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if 40 <= v <= 100:
         return True, ""
     if v >= 700:

@@ -20,22 +20,6 @@ POLICIES = {
 }
 
 
-def _number(answer) -> float:
-    """A count, also when written with a Chinese counter ("4 個", "4 個請求") or as none (零, 沒有)."""
-    if isinstance(answer, str):
-        s = answer.strip().strip("。. ")
-        if s.lower() in ("none", "no one", "zero", "零", "沒有", "一個也沒有", "都沒有", "零個"):
-            return 0.0
-        for unit in ("個請求", "requests", "request", "個"):
-            s = s.removesuffix(unit).strip()
-        answer = s
-    try:
-        return as_number(answer)
-    except ValueError:
-        raise ValueError(pick("expected a number of requests, such as 3",
-                              "這裡要的是請求的個數，例如 3 或「3 個」")) from None
-
-
 @exercise("7.1", Both("Short requests keep arriving faster than the server can serve them. Under "
                       "which policy can a long request wait for ever? (fifo, sjf, priority or fair)",
                       "短請求不斷湧進，速度比伺服器服務得了的還快。在哪一種策略下，長請求可能永遠"
@@ -85,7 +69,7 @@ def queue_refusals(n: int = 10, slots: int = 2, max_queue: int = 4) -> int:
                       "一台 labkit 伺服器有 2 個閒置的槽位，佇列上限是 4（labkit 自己的 "
                       "--max-queue 4），同一瞬間收到 10 個請求。有幾個會立刻被拒絕（HTTP 503）？"))
 def _bounded(answer):
-    v = _number(answer)
+    v = as_number(answer)
     want = queue_refusals()
     if v == want:
         return True, ""
@@ -186,7 +170,7 @@ def llama_server_refusals(n: int = 10, slots: int = 2) -> int:
                       "同樣 10 個請求同時送到有 2 個閒置槽位的 llama-server（-np 2）。它會立刻"
                       "拒絕幾個？"))
 def _llama_server(answer):
-    v = _number(answer)
+    v = as_number(answer)
     if v == llama_server_refusals():
         return True, ""
     if v == queue_refusals():
