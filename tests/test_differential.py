@@ -356,9 +356,11 @@ def test_every_deliberate_difference_is_documented():
 
 
 def test_the_reference_hands_a_json_schema_to_llguidance():
-    """The measured cause of the json-schema-*-text xfails: the reference llama-server was
-    built with llguidance, so a schema never becomes GBNF there (if this fails, the
-    reference changed and the xfails' cause must be measured again)."""
+    """The reference llama-server was built with llguidance: ``json_schema_to_grammar`` gives
+    the ``%llguidance`` form, which is what ``/completion``'s ``json_schema`` field gets (and
+    labkit samples it through the llguidance package too); a chat ``response_format`` goes
+    through the chat parser's GBNF instead (labkit.engine.response_format). If this fails, the
+    reference changed and the completion-json-schema cases must be measured again."""
     xlc = pytest.importorskip("xllamacpp")
     from differential_cases import SCHEMA
     grammar = xlc.json_schema_to_grammar(SCHEMA)
