@@ -28,6 +28,8 @@ Models compared:
 
   new       the five-term cost fitted on the calibration run (this script's headline);
   new-abcd  the same calibration run, without the prefill-attention term e (ablation);
+  new-balanced  the same five terms and run, each in-flight phase weighted equally in the
+            fit (a variant tested after the held-out results of 2026-11-30 19:43-19:53);
   earlier   the four-term cost fitted on the short set at 1 and 4 slots (the model
             docs/SIMULATOR.md measured first; its fit runs, short:1 and short:4, are
             measured here again so both models face the same held-out runs);
@@ -74,7 +76,7 @@ from labkit.sim.features import with_prefill_attention
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.10
 METRICS = ("tok_s", "ttft_p50", "ttft_mean", "ttft_p90")
-MODELS = ("new", "new-abcd", "earlier", "all (in-sample)")
+MODELS = ("new", "new-abcd", "new-balanced", "earlier", "all (in-sample)")
 HEAD = "new"
 
 
@@ -286,6 +288,11 @@ def fit_models(runs, cal_steps: pd.DataFrame, a) -> dict:
     models["new"] = (new, rtt_cal)
     models["new-abcd"] = (calibration.fit_traces(cal_steps, bootstrap=200, terms="abcd",
                                                  name="new-abcd"), rtt_cal)
+    # Variant (added after seeing the held-out results of 19:43-19:53): each in-flight
+    # phase of the calibration counts the same in the fit, whatever its number of steps.
+    models["new-balanced"] = (calibration.fit_traces(cal_steps, bootstrap=200,
+                                                     balance="in_flight",
+                                                     name="new-balanced"), rtt_cal)
     # In-sample reference, nothing held out: can the five terms explain every run at once?
     everything = pd.concat([periods_of(cal_steps)] + [step_periods(x["steps"]) for x in runs],
                            ignore_index=True)

@@ -201,10 +201,13 @@ def periods(steps: pd.DataFrame, slots: pd.DataFrame | None = None) -> pd.DataFr
 
 
 def fit_traces(steps: pd.DataFrame, slots: pd.DataFrame | None = None, *, bootstrap: int = 200,
-               terms=None, name: str = "calibrated", seed: int = 0):
-    """Fit the step cost on the step periods of a trace (:func:`periods`)."""
+               terms=None, name: str = "calibrated", seed: int = 0, balance: str | None = None):
+    """Fit the step cost on the step periods of a trace (:func:`periods`).
+    ``balance="in_flight"`` makes each in-flight phase count the same in the fit, whatever
+    its number of steps (:func:`labkit.sim.fit`); the default counts every step the same."""
     from ..sim.fit import fit
-    return fit(periods(steps, slots), name=name, terms=terms, bootstrap=bootstrap, seed=seed)
+    return fit(periods(steps, slots), name=name, terms=terms, bootstrap=bootstrap, seed=seed,
+               balance=balance)
 
 
 def run(quick: bool = False, *, the_plan: Plan | None = None, n_threads: int = 2,

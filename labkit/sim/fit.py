@@ -132,7 +132,7 @@ def nnls_small(X: np.ndarray, y: np.ndarray, allowed=None) -> tuple[np.ndarray, 
 
 def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
         terms=None, slots: pd.DataFrame | None = None, bootstrap: int = 0,
-        seed: int = 0, weight: str = "relative") -> Fit:
+        seed: int = 0, weight: str = "relative", balance: str | None = None) -> Fit:
     """Fit a :class:`StepCost` to a step trace (one row per ``llama_decode``).
 
     Takes the engine's trace as is (columns ``step, t_start, t_end, dur_s, n_tokens,
@@ -150,12 +150,23 @@ def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
       sacrificed to the other (timing noise grows with the step's length);
       ``"absolute"`` minimises the squared errors in seconds, which lets the few longest
       steps decide everything.
+    - ``balance``: a column of the trace (``"in_flight"``, say) whose groups count the same
+      in the fit whatever their number of steps: each step's squared error is divided by
+      its group's step count. None (default): every step counts the same.
     """
     df = trace
     y_all = df["dur_s"].to_numpy(dtype=float)
     X_all = design(df, slots)
     ok = np.isfinite(y_all) & (y_all > 0) & np.all(np.isfinite(X_all), axis=1)
     X, y = X_all[ok], y_all[ok]
+    if balance is not None:
+        if balance not in df.columns:
+            raise KeyError(f"step trace lacks the balance column {balance!r}")
+        grp = df[balance].to_numpy()[ok]
+        _, inv, counts = np.unique(grp, return_inverse=True, return_counts=True)
+        gw = np.sqrt(len(y) / (len(counts) * counts[inv].astype(float)))
+    else:
+        gw = np.ones(len(y))
     if len(y) < 2:
         raise ValueError("need at least two usable steps to fit")
     terms = tuple(COEFS if terms is None else terms)
@@ -167,7 +178,7 @@ def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
     allowed = [COEFS.index(t) for t in COEFS if t in terms]
     if weight not in ("relative", "absolute"):
         raise ValueError("weight must be 'relative' or 'absolute'")
-    w = 1.0 / y if weight == "relative" else np.ones_like(y)
+    w = (1.0 / y if weight == "relative" else np.ones_like(y)) * gw
     Xw, yw = X * w[:, None], y * w
     coef, active = nnls_small(Xw, yw, allowed)
     keep = np.ones(len(y), dtype=bool)
@@ -182,7 +193,7 @@ def fit(trace: pd.DataFrame, *, intercept: bool = True, name: str = "fitted",
             r = (y - first) / first
             spread = 1.4826 * np.median(np.abs(r - np.median(r)))
             keep = np.abs(r) <= max(5 * spread, 0.05)
-            w = 1.0 / first
+            w = gw / first
             Xw, yw = (X * w[:, None])[keep], (y * w)[keep]
             coef, active = nnls_small(Xw, yw, allowed)
     pred = X @ coef
