@@ -306,6 +306,66 @@ def fit_models(runs, cal_steps: pd.DataFrame, a) -> dict:
     return models
 
 
+def same_work(runs, cal_steps) -> list[str]:
+    """Report lines: the same kind of step timed in every run (added after seeing the
+    held-out results of 19:43-19:53). If one run's steps are slower than another's at the
+    same composition, no cost model of the composition alone can predict both.
+
+    - prompt-only steps of 150-250 and of 1900-2048 tokens (one chunk, nothing decoding):
+      ms per prompt token;
+    - decode-only steps with one sequence: step period (llama_decode plus host time up to
+      the next step) against the calibration's 1-in-flight phase at the same context
+      (a straight line a1 + d1 x attended fitted on that phase);
+    - a sixth column, 1 for a step with exactly one decoding sequence and no prompt tokens
+      (a lone sequence's matrix-vector kernels), fitted by NNLS with the five terms.
+    """
+    from labkit.sim.fit import design, nnls_small
+    cal_p = periods_of(cal_steps)
+    parts = [("calibration", cal_steps, cal_p)] + [
+        (x["config"], x["steps"], step_periods(x["steps"])) for x in runs]
+    one = cal_p[(cal_p["in_flight"] == cal_p["in_flight"].min()) & cal_p["dur_s"].notna()
+                & (cal_p["n_prefill_tokens"] == 0) & (cal_p["n_decode"] == 1)]
+    a1, d1 = np.polynomial.polynomial.polyfit(one["attended"].to_numpy(float),
+                                              one["dur_s"].to_numpy(float), 1)
+    out = ["The same work timed in each run: prompt-only steps of 150-250 and 1900-2048 "
+           "tokens, and "
+           "one-sequence decode steps against the calibration's 1-in-flight line "
+           f"({a1 * 1e3:.2f} ms + {d1 * 1e6:.2f} us x attended):", "",
+           "| run | short prompts | ms per token (median, range) | long prompts | ms per token "
+           "| one-sequence decode steps | median period ms | against the calibration line |",
+           "|---|---:|---|---:|---|---:|---:|---:|"]
+
+    def per_token(raw, lo, hi):
+        pr = raw[(raw["n_decode"] == 0) & raw["n_prefill_tokens"].between(lo, hi)]
+        ms = pr["dur_s"] / pr["n_prefill_tokens"] * 1e3
+        return (f"{len(pr)} | " + (f"{ms.median():.2f} ({ms.min():.2f}-{ms.max():.2f})"
+                                   if len(pr) else "-"))
+    for name, raw, per in parts:
+        lone = per[per["dur_s"].notna() & (per["n_prefill_tokens"] == 0)
+                   & (per["n_decode"] == 1)]
+        ratio = (lone["dur_s"] / (a1 + d1 * lone["attended"])).median() - 1 \
+            if len(lone) else float("nan")
+        out.append(f"| {name} | {per_token(raw, 150, 250)} | {per_token(raw, 1900, 2048)} | "
+                   f"{len(lone)} | "
+                   + (f"{lone['dur_s'].median() * 1e3:.1f} | {pct(ratio)}" if len(lone)
+                      else "- | -") + " |")
+
+    def lone_term(df):
+        df = df[df["dur_s"].notna() & (df["dur_s"] > 0)]
+        X = np.column_stack([design(df), ((df["n_decode"] == 1)
+                                          & (df["n_prefill_tokens"] == 0)).to_numpy(float)])
+        y = df["dur_s"].to_numpy(float)
+        coef, _ = nnls_small(X / y[:, None], np.ones(len(y)))
+        return coef
+    everything = pd.concat([p for _, _, p in parts], ignore_index=True)
+    lc, la = lone_term(cal_p), lone_term(everything)
+    out += ["", f"A sixth term, per step with exactly one decoding sequence and no prompt "
+            f"tokens, fitted by NNLS with the five: {lc[5] * 1e3:.3f} ms on the calibration "
+            f"run, {la[5] * 1e3:.3f} ms on every run at once (0 means the traces do not ask "
+            f"for it)."]
+    return out
+
+
 def predict(run, cost, rtt, a):
     if run["rate"]:
         return replay_open(run["rows"], slots=run["slots"], cost=cost, rtt_s=rtt,
@@ -397,6 +457,7 @@ def analyze(runs, cal_steps, cal_rows, a):
             "| configuration | load | others (cores) | rounds |", "|---|---:|---:|---:|"]
     for _, r in t.iterrows():
         out.append(f"| {r.config} | {r.load1_max:.2f} | {r.foreign_max:.2f} | {r.rounds} |")
+    out += [""] + same_work(runs, cal_steps)
     errs = int(t["errors"].sum())
     if errs:
         out += ["", f"WARNING: {errs} request(s) failed in the live runs"]
