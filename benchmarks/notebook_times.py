@@ -9,6 +9,8 @@ time estimates in notebooks/README.md and in each notebook's header are rounded 
     python benchmarks/notebook_times.py                 # quick mode, about 5-10 minutes on 2 cores
     python benchmarks/notebook_times.py 02 05           # only the notebooks whose names start so
     python benchmarks/notebook_times.py --full 07       # full size (05 alone takes 20-40 minutes)
+    python benchmarks/notebook_times.py --edition zh-TW # the Traditional Chinese edition
+    python benchmarks/notebook_times.py --edition both  # each notebook in English, then in Chinese
 
 Each line carries the 1-minute load average before and after, because a shared machine's
 figures say little without it.
@@ -52,11 +54,17 @@ def main(argv=None) -> int:
     ap.add_argument("prefixes", nargs="*", help="run only notebooks whose file names start so")
     ap.add_argument("--full", action="store_true", help="full size (LABKIT_QUICK=0)")
     ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout, seconds")
+    ap.add_argument("--edition", choices=("en", "zh-TW", "both"), default="en",
+                    help="which edition: English (notebooks/), Chinese (notebooks/zh-TW/), or "
+                         "both, alternated notebook by notebook")
     a = ap.parse_args(argv)
 
-    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    english = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if a.prefixes:
-        paths = [p for p in paths if p.name.startswith(tuple(a.prefixes))]
+        english = [p for p in english if p.name.startswith(tuple(a.prefixes))]
+    chinese = [p.parent / "zh-TW" / p.name for p in english]
+    paths = {"en": english, "zh-TW": chinese,
+             "both": [p for pair in zip(english, chinese) for p in pair]}[a.edition]
     if not paths:
         ap.error("no notebook matches")
     mode = "full" if a.full else "quick"
@@ -67,8 +75,9 @@ def main(argv=None) -> int:
     for path in paths:
         load_before = os.getloadavg()[0]
         wall, status = run_notebook(path, not a.full, a.timeout)
-        rows.append((path.stem, wall, load_before, os.getloadavg()[0], status))
-        print(f"{path.stem:24s} {wall:7.1f} s  load {load_before:.1f} -> {os.getloadavg()[0]:.1f}  {status}",
+        name = path.stem if path.parent.name != "zh-TW" else f"zh-TW/{path.stem}"
+        rows.append((name, wall, load_before, os.getloadavg()[0], status))
+        print(f"{name:30s} {wall:7.1f} s  load {load_before:.1f} -> {os.getloadavg()[0]:.1f}  {status}",
               file=sys.stderr, flush=True)
     print(f"\n| notebook | {mode} mode, s | load before / after | result |")
     print("|---|---:|---|---|")
