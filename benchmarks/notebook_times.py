@@ -34,7 +34,7 @@ def run_notebook(path: Path, quick: bool, timeout_s: int) -> tuple[float, str]:
     """Execute ``path`` in a fresh kernel; its wall time and "ok" or the first error."""
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     os.environ["LABKIT_QUICK"] = "1" if quick else "0"
     nb = nbformat.read(path, as_version=4)
@@ -46,6 +46,8 @@ def run_notebook(path: Path, quick: bool, timeout_s: int) -> tuple[float, str]:
         status = "ok"
     except CellExecutionError as exc:
         status = "error: " + str(exc).strip().splitlines()[-1][:120]
+    except (CellTimeoutError, DeadKernelError) as exc:     # a hung or killed kernel: say so, go on
+        status = f"error: {type(exc).__name__}"
     return time.perf_counter() - start, status
 
 
