@@ -144,14 +144,15 @@ class Panel:
         return self._ui
 
     def _refresh(self):
+        """Put the figure and the result in the output area by setting its ``outputs``
+        directly: no ``with output:`` capture, whose message redirection can leave a headless
+        client (nbclient, nbconvert) waiting for ever after the cell has run."""
         if self._out is None:
             return
-        from IPython.display import display
-        with self._out:
-            self._out.clear_output(wait=True)
-            if self.figure is not None:
-                display(self.figure)
-            display(self.shown())
+        self._out.outputs = ()
+        if self.figure is not None:
+            self._out.append_display_data(self.figure)
+        self._out.append_display_data(self.shown())
 
     def shown(self):
         """The result as the panel shows it: a table with Chinese headings under
