@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from labkit import fonts, runenv
+from roofline_frames import sweep_frame
 
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
@@ -160,13 +161,7 @@ def test_policy_waste_roofline_and_classroom_plots_in_chinese(zh):
     _chinese(ax, "x", "legend")
     assert all(CJK.search(t.get_text()) for t in ax.get_yticklabels())
 
-    rows = []
-    for b in (1, 2, 4):
-        rows += [{"batch": b, "phase": "decode", "measured_tok_s": 0.09 * b,
-                  "predicted_tok_s": 0.1 * b, "no_overlap_tok_s": 0.08 * b},
-                 {"batch": b, "phase": "prefill", "measured_tok_s": 3.0, "predicted_tok_s": 3.5,
-                  "no_overlap_tok_s": 2.5}]
-    df = pd.DataFrame(rows)
+    df = sweep_frame()
     df.attrs.update(machine=rl.Machine(bandwidth=100.0, flops=1000.0, bandwidth_source="t",
                                        flops_source="t"),
                     cost=rl.ModelCost("toy", weight_bytes=1000, file_tensor_bytes=1000,

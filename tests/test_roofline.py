@@ -15,6 +15,7 @@ import pytest
 from labkit import roofline as rl
 from labkit.gguf import TensorInfo
 from labkit.runenv import usable_cores
+from roofline_frames import sweep_frame
 
 F32, Q8_0 = 0, 8
 
@@ -243,15 +244,7 @@ def test_pure_steps_drop_the_mixed_and_the_partial_ones():
 
 def test_table_and_plot_read_a_sweep():
     import matplotlib.pyplot as plt
-    rows = []
-    for b in (1, 2, 4):
-        rows += [{"batch": b, "phase": "decode", "measured_tok_s": 0.09 * b,
-                  "predicted_tok_s": 0.1 * b, "no_overlap_tok_s": 0.08 * b},
-                 {"batch": b, "phase": "prefill", "measured_tok_s": 3.0, "predicted_tok_s": 3.5,
-                  "no_overlap_tok_s": 2.5}]
-    df = pd.DataFrame(rows)
-    df["ratio"] = df["measured_tok_s"] / df["predicted_tok_s"]
-    df["ratio_no_overlap"] = df["measured_tok_s"] / df["no_overlap_tok_s"]
+    df = sweep_frame()
     df.attrs.update(machine=M, cost=C)
     t = rl.table(df)
     assert list(t.index) == [1, 2, 4]

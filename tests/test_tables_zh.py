@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from labkit import i18n, runenv
+from roofline_frames import sweep_frame
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -40,15 +41,7 @@ def test_display_tables_have_chinese_headings(zh):
 
 def test_roofline_table_in_chinese(zh):
     from labkit import roofline as rl
-    rows = []
-    for b in (1, 2):
-        rows += [{"batch": b, "phase": "decode", "measured_tok_s": 1.0 * b,
-                  "predicted_tok_s": 1.1 * b, "no_overlap_tok_s": 0.9 * b},
-                 {"batch": b, "phase": "prefill", "measured_tok_s": 3.0, "predicted_tok_s": 3.5,
-                  "no_overlap_tok_s": 2.5}]
-    df = pd.DataFrame(rows)
-    df["ratio"] = df["measured_tok_s"] / df["predicted_tok_s"]
-    df["ratio_no_overlap"] = df["measured_tok_s"] / df["no_overlap_tok_s"]
+    df = sweep_frame(batches=(1, 2), decode=1.0, predicted=1.1, no_overlap=0.9)
     t = rl.table(df)
     assert _all_chinese(t.columns) == [] and t.index.name == "批次大小"
     assert t.loc[2, "解碼 每條串流實測 tok/s"] == pytest.approx(1.0)
