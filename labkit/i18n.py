@@ -256,7 +256,8 @@ HEADINGS: dict[str, str] = {
     "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV 快取 (MiB)",
     "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
     "machines": "機器數", "month": "月", "buy": "買下", "rent, always on": "租用，一直開著",
-    "rent, busy hours only": "租用，只租忙碌時段",
+    "rent, busy hours only": "租用，只租忙碌時段", "always on": "一直開著的租用",
+    "busy hours only": "只租忙碌時段",
     # live and in-process runs (labkit.live, labkit.kvlive)
     "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
     "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "用戶端解碼 tok/s",
@@ -308,9 +309,9 @@ def heading(name: str, headings: dict[str, str] | None = None) -> str:
     """The Chinese heading of a column named ``name`` (:data:`HEADINGS`, ``headings``, then
     :data:`HEADING_PATTERNS`), or ``name`` itself when none applies."""
     import re
-    names = {**HEADINGS, **(headings or {})}
-    if name in names:
-        return names[name]
+    for names in (headings or {}, HEADINGS):
+        if name in names:
+            return names[name]
     for pattern, chinese in HEADING_PATTERNS:
         if re.match(pattern, name):
             return re.sub(pattern, chinese, name)

@@ -30,16 +30,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .fonts import label as _L
-from .i18n import pick
+from .glossary import lookup
+from .i18n import heading, pick
 
-# Names shown for the simulator's keys (the values stay the keys: "fifo", "static" ...).
-MODE_NAMES = {"static": "靜態批次", "dynamic": "動態批次", "continuous": "連續批次"}
-POLICY_NAMES = {"fifo": "先來先服務（FIFO）", "sjf": "最短作業優先（SJF）",
-                "priority": "優先級（priority）", "fair": "公平分享（fair share）"}
+# Names shown for the simulator's keys (the values stay the keys: "fifo", "static" ...): the
+# glossary's words for the batching modes and the policies, the table headings' for rent or buy.
+MODE_NAMES = {m: lookup(f"{m} batching").chinese for m in ("static", "dynamic", "continuous")}
+POLICY_NAMES = {key: f"{lookup(term).chinese}（{term}）" for key, term in
+                (("fifo", "FIFO"), ("sjf", "SJF"), ("priority", "priority"),
+                 ("fair", "fair share"))}
 MIX_NAMES = {"short": "短", "mixed": "長短混合", "long": "長"}
-RENT_BUY_NAMES = {"buy": "買下", "rent, always on": "租用，一直開著",
-                  "rent, busy hours only": "租用，只租忙碌時段",
-                  "always on": "一直開著的租用", "busy hours only": "只租忙碌時段"}
+RENT_BUY_NAMES = {k: heading(k) for k in ("buy", "rent, always on", "rent, busy hours only",
+                                          "always on", "busy hours only")}
 
 # ---------------------------------------------------------------------------- the panel
 
