@@ -118,8 +118,8 @@ class Capacity:
         """A two-column summary for a notebook (in Chinese under LABKIT_LANG=zh-TW)."""
         import pandas as pd
 
-        from .i18n import pick
-        if pick("en", "zh") == "zh":
+        from .i18n import chinese
+        if chinese():
             mode = "統一 KV" if self.kv_unified else "分割 KV"
             rows = [
                 ("模型", self.model),

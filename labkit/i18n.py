@@ -151,6 +151,12 @@ def language() -> str:
     return lang()
 
 
+def chinese() -> bool:
+    """Whether the language in use is zh-TW: for code that builds a whole table or text
+    differently in Chinese rather than choosing between two strings (:func:`pick`)."""
+    return language() == "zh-TW"
+
+
 def t(key: str, lang: str | None = None, **fmt) -> str:
     """The message ``key`` in ``lang`` (default: :func:`language`), formatted with ``fmt``.
     An unknown key is a KeyError; a language a key lacks falls back to English."""

@@ -9,7 +9,7 @@ notebook 08 imports the rent-or-buy and service helpers from here directly.
 
 from __future__ import annotations
 
-from .i18n import pick, show, value
+from .i18n import chinese, pick, show, value
 
 # ---------------------------------------------------------------------------- scheduling (notebook 07)
 
@@ -238,7 +238,7 @@ def seed_factors():
     """The seed's non-price factors as a table: factor, which side it favours, the seed's words
     (in Chinese under LABKIT_LANG=zh-TW: factor and side translated, headings too)."""
     import pandas as pd
-    if pick("en", "zh") == "zh":
+    if chinese():
         return pd.DataFrame([(SEED_FACTORS_ZH.get(f, f), SEED_FACTORS_ZH.get(side, side), words)
                              for f, side, words in SEED_FACTORS],
                             columns=["因素", "有利於", f"{SEED} 原文"])
@@ -250,7 +250,7 @@ def defaults_table():
     LABKIT_LANG=zh-TW; the inputs keep their names, the keyword arguments of
     :func:`rent_buy_compare`)."""
     import pandas as pd
-    if pick("en", "zh") == "zh":
+    if chinese():
         return pd.DataFrame([(k, v, RENT_BUY_SOURCES_ZH.get(k, src))
                              for k, (v, src) in RENT_BUY_DEFAULTS.items()],
                             columns=["輸入", "預設值", "來源"])

@@ -88,8 +88,8 @@ class Machine:
         LABKIT_LANG=zh-TW; where each figure came from stays as measured)."""
         import pandas as pd
 
-        from .i18n import pick
-        if pick("en", "zh") == "zh":
+        from .i18n import chinese
+        if chinese():
             flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops) else "未知")
             return pd.DataFrame([
                 ("記憶體頻寬", f"{self.bandwidth / GB:,.2f} GB/s"),
