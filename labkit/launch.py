@@ -144,6 +144,19 @@ _SLOTS_LINE = re.compile(
     r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(true|false)'")
 
 
+def startup_facts(server, wait_s: float = 3.0) -> dict:
+    """The startup facts of a server that has just answered its health check. llama-server
+    writes its log from a thread of its own, so its slots line may reach the file a moment
+    after /health says ok: wait up to ``wait_s`` for it (llama_cpp.server writes none)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        facts = parse_startup_log(server.log_text())
+        if ("n_slots" in facts or server.config.kind == "llama_cpp.server"
+                or time.monotonic() >= deadline):
+            return facts
+        time.sleep(0.05)
+
+
 def parse_startup_log(text: str) -> dict:
     """n_ctx, n_ctx_seq, n_slots, n_ctx_slot and kv_unified from a llama-server style log.
     Keys whose line is absent are left out."""
@@ -385,7 +398,7 @@ def start(config: ServerConfig) -> RunningServer:
     except BaseException:
         server.stop()
         raise
-    server.facts = parse_startup_log(server.log_text())
+    server.facts = startup_facts(server)
     return server
 
 

@@ -141,3 +141,19 @@ def test_stop_all_stops_every_live_server():
     srv = start(ServerConfig(kind="llama_cpp.server", n_ctx=1024))
     stop_all()
     assert _gone(srv.pid)
+
+
+def test_startup_facts_wait_for_a_slots_line_written_late():
+    # llama-server logs from its own thread: the slots line can land after /health is ok.
+    from types import SimpleNamespace
+
+    from labkit.launch import startup_facts
+    line = "srv    load_model: initializing, n_slots = 2, n_ctx_slot = 1024, kv_unified = 'false'\n"
+    reads = iter(["llama_context: n_ctx = 2048\n"] * 3 + ["llama_context: n_ctx = 2048\n" + line] * 9)
+    server = SimpleNamespace(config=SimpleNamespace(kind="llama-server"), log_text=lambda: next(reads))
+    assert startup_facts(server) == {"n_ctx": 2048, "n_slots": 2, "n_ctx_slot": 1024,
+                                     "kv_unified": False}
+    never = SimpleNamespace(config=SimpleNamespace(kind="llama-server"), log_text=lambda: "")
+    assert startup_facts(never, wait_s=0.1) == {}
+    quiet = SimpleNamespace(config=SimpleNamespace(kind="llama_cpp.server"), log_text=lambda: "")
+    assert startup_facts(quiet) == {}          # writes no slots line: no wait
