@@ -24,7 +24,6 @@ import argparse
 import os
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -35,12 +34,12 @@ import serve_bench  # noqa: E402  (same server flags and reference build)
 from labkit import bench  # noqa: E402
 from labkit.bench import harness  # noqa: E402
 from labkit.bench.client import Sampling  # noqa: E402
-from labkit.bench.harness import QuietMachine  # noqa: E402
+from labkit.bench.harness import CLOCK_TICKS_PER_S, QuietMachine  # noqa: E402
 from labkit.bench.runner import measure_target  # noqa: E402
 from labkit.bench.worksheet import run_summary  # noqa: E402
+from labkit.deferred import metric  # noqa: E402
 from labkit.launch import launch  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 COUNTERS = ("n_decode_total", "prompt_tokens_total", "tokens_predicted_total")
 
 
@@ -52,20 +51,13 @@ def thread_cpu(pid: int) -> dict[int, float]:
             fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / TICK
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
     return out
 
 
-def counters(base_url: str) -> dict[str, float]:
-    text = urllib.request.urlopen(base_url + "/metrics", timeout=10).read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, v = line.rsplit(" ", 1)
-            for c in COUNTERS:
-                if name.endswith(c):
-                    out[c] = float(v)
-    return out
+def counters(srv) -> dict[str, float]:
+    text = srv.get("/metrics").text
+    return {c: metric(text, c) for c in COUNTERS}
 
 
 def one_run(kind: str, slots: int, a, bin_dir: Path, wl, quiet: QuietMachine) -> dict:
@@ -76,17 +68,17 @@ def one_run(kind: str, slots: int, a, bin_dir: Path, wl, quiet: QuietMachine) ->
     def measure(monitor):
         with launch(cfg) as srv:
             harness.warm_up(srv.base_url, wl, sampling)
-            c0, m0, t0, o0 = thread_cpu(srv.pid), counters(srv.base_url), time.time(), os.times()
+            c0, m0, t0, o0 = thread_cpu(srv.pid), counters(srv), time.time(), os.times()
             with monitor:
                 rows, _, _ = measure_target(harness.target_of(srv), wl, slots, sampling=sampling,
                                             warmup=False, round_=0, sample_memory=False)
             wall, o1 = time.time() - t0, os.times()
-            c1, m1 = thread_cpu(srv.pid), counters(srv.base_url)
+            c1, m1 = thread_cpu(srv.pid), counters(srv)
         busy = sorted((c1[t] - c0.get(t, 0.0) for t in c1), reverse=True)
         r = run_summary(rows).iloc[0]
         return {"server": kind, "slots": slots, "tok_s": float(r.output_tok_s),
                 "ttft_p50_ms": float(r.ttft_p50_s) * 1e3, "wall_s": wall,
-                **{c: m1.get(c, float("nan")) - m0.get(c, float("nan")) for c in COUNTERS},
+                **{c: m1[c] - m0[c] for c in COUNTERS},
                 "compute_threads_cpu_s": sum(busy[:2]), "other_threads_cpu_s": sum(busy[2:]),
                 "busiest_other_thread_cpu_s": busy[2] if len(busy) > 2 else 0.0,
                 "client_cpu_s": (o1.user - o0.user) + (o1.system - o0.system)}

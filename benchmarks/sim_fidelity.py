@@ -394,7 +394,16 @@ def analyze(runs, cal_steps, cal_rows, a):
         for m in METRICS:
             line[f"live_{m}"] = float(np.median([x[m] for x in rs]))
         tr = pd.concat([x["steps"] for x in rs], ignore_index=True)
-        for key, (f, rtt) in models.items():
+        # Per configuration, in-sample (added after seeing the mixed runs' misses of
+        # 21:57-22:07): costs fitted on this configuration's own steps. Its replay has the
+        # step costs the run actually had, so what is left is the simulator's scheduling;
+        # the difference from the calibration fit's row is the costs not carrying over.
+        per = pd.concat([step_periods(x["steps"]) for x in rs], ignore_index=True)
+        # llama_decode times where a step has no period (its next step holds prompt
+        # tokens): a run with few steps, like long:4, would otherwise lose its prefills.
+        per["dur_s"] = per["dur_s"].fillna(per["decode_s"])
+        own = {OWN: (sim.fit(per, name=OWN), models[HEAD][1])}
+        for key, (f, rtt) in {**models, **own}.items():
             pred_steps = f.cost.predict(tr)
             line[f"{key}_decode_time_err"] = rel(float(pred_steps.sum()), float(tr["dur_s"].sum()))
             preds = [predict(x, f.cost, rtt, a) for x in rs]
@@ -404,25 +413,6 @@ def analyze(runs, cal_steps, cal_rows, a):
                     "ttft_p90": [q.ttft_p90_s for q in preds]}
             for m in METRICS:
                 line[f"{key}_{m}"] = float(np.median(vals[m]))
-                line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
-            line[f"{key}_steps"] = float(np.median([q.result.n_steps for q in preds]))
-        # Per configuration, in-sample (added after seeing the mixed runs' misses of
-        # 21:57-22:07): costs fitted on this configuration's own steps. Its replay has the
-        # step costs the run actually had, so what is left is the simulator's scheduling;
-        # the difference from the calibration fit's row is the costs not carrying over.
-        per = pd.concat([step_periods(x["steps"]) for x in rs], ignore_index=True)
-        # llama_decode times where a step has no period (its next step holds prompt
-        # tokens): a run with few steps, like long:4, would otherwise lose its prefills.
-        per["dur_s"] = per["dur_s"].fillna(per["decode_s"])
-        own = sim.fit(per, name=OWN)
-        models_per_cfg = {OWN: (own, models["new"][1])}
-        for key, (f, rtt) in models_per_cfg.items():
-            line[f"{key}_decode_time_err"] = rel(float(f.cost.predict(tr).sum()),
-                                                 float(tr["dur_s"].sum()))
-            preds = [predict(x, f.cost, rtt, a) for x in rs]
-            for m, get in (("tok_s", "throughput_tok_s"), ("ttft_p50", "ttft_p50_s"),
-                           ("ttft_mean", "ttft_mean_s"), ("ttft_p90", "ttft_p90_s")):
-                line[f"{key}_{m}"] = float(np.median([getattr(q, get) for q in preds]))
                 line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
             line[f"{key}_steps"] = float(np.median([q.result.n_steps for q in preds]))
         table.append(line)
