@@ -20,7 +20,7 @@ import platform
 import time
 
 from labkit.engine import Engine, EngineConfig, SamplingParams
-from labkit.models import resolve_model
+from labkit.models.files import resolve_model
 from labkit.settings import get as setting
 
 

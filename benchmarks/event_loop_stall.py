@@ -42,7 +42,7 @@ import time
 
 import httpx
 
-from labkit.launch import ServerConfig, launch
+from labkit.server.launch import ServerConfig, launch
 
 TARGET_STALL_S = 0.100
 

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from differential_cases import MORE_SCHEMAS  # noqa: E402
 
-from labkit.embedded import default_model_path  # noqa: E402
+from labkit.models.embedded import default_model_path  # noqa: E402
 from labkit.engine import Engine, EngineConfig, SamplingParams  # noqa: E402
 from labkit.engine.guidance import Guide, schema_grammar, tokenizer  # noqa: E402
 from labkit.engine.native import tokenize  # noqa: E402

@@ -48,8 +48,8 @@ from labkit.bench.client import Sampling
 from labkit.bench.harness import QuietMachine
 from labkit.bench.runner import measure_target
 from labkit.bench.worksheet import run_summary
-from labkit.launch import ServerConfig, launch
-from labkit.models import resolve_model
+from labkit.server.launch import ServerConfig, launch
+from labkit.models.files import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ("labkit", "llama-server", "llama_cpp.server")

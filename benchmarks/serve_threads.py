@@ -37,8 +37,8 @@ from labkit.bench.client import Sampling  # noqa: E402
 from labkit.bench.harness import CLOCK_TICKS_PER_S, QuietMachine  # noqa: E402
 from labkit.bench.runner import measure_target  # noqa: E402
 from labkit.bench.worksheet import run_summary  # noqa: E402
-from labkit.deferred import metric  # noqa: E402
-from labkit.launch import launch  # noqa: E402
+from labkit.lessons.llama_server import metric  # noqa: E402
+from labkit.server.launch import launch  # noqa: E402
 
 COUNTERS = ("n_decode_total", "prompt_tokens_total", "tokens_predicted_total")
 

@@ -33,7 +33,7 @@ from labkit.bench.client import Sampling
 from labkit.bench.harness import QuietMachine
 from labkit.bench.runner import measure_target
 from labkit.bench.worksheet import run_summary, timing_agreement
-from labkit.launch import ServerConfig, launch
+from labkit.server.launch import ServerConfig, launch
 
 TARGET_REFUSAL_S = 2.0
 TARGET_CLOCKS_REL = 0.10

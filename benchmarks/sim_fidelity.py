@@ -69,7 +69,7 @@ from labkit.bench.harness import QuietMachine
 from labkit.bench.runner import measure_target
 from labkit.bench.workload import Workload
 from labkit.bench.worksheet import run_summary
-from labkit.launch import ServerConfig, launch
+from labkit.server.launch import ServerConfig, launch
 from labkit.sim.calibrate import replay, replay_open, step_periods, turnaround
 from labkit.sim.features import with_prefill_attention
 

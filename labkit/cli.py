@@ -7,8 +7,8 @@ import sys
 
 
 def _doctor(argv: list[str]) -> int:
-    from . import doctor
-    from .i18n import pick
+    from .tools import doctor
+    from .lang.i18n import pick
     p = argparse.ArgumentParser(prog="labkit doctor",
                                 description=pick("Check that this machine can run the workbook.",
                                                  "檢查這台機器能不能執行這本工作簿。"))
@@ -58,7 +58,7 @@ COMMANDS_ZH = {
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        from .i18n import pick
+        from .lang.i18n import pick
         print(pick("usage: labkit COMMAND [options]\n\ncommands:",
                    "用法：labkit COMMAND [options]\n\n指令："))
         for name, (_, help_) in COMMANDS.items():
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cmd = COMMANDS.get(argv[0])
     if cmd is None:
-        from .i18n import pick
+        from .lang.i18n import pick
         print(pick(f"labkit: unknown command {argv[0]!r}; try one of: {', '.join(COMMANDS)}",
                    f"labkit：沒有 {argv[0]!r} 這個指令；請用其中之一：{', '.join(COMMANDS)}"),
               file=sys.stderr)

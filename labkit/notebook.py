@@ -7,51 +7,122 @@ Every notebook starts with::
     nb.banner()
 
 The middle line is the notebook's language line: the only line in which the English and the
-Traditional Chinese edition of a notebook differ (:mod:`labkit.editions` checks it). The
+Traditional Chinese edition of a notebook differ (:mod:`labkit.lang.editions` checks it). The
 banner then prints four lines (versions, machine, model, mode) instead of doctor's whole
 report. A line a notebook prints for people goes through :func:`say` (or :func:`tr` for a
 text), written in both languages side by side.
 
 This module is a facade. It defines the banner, the recipe and the compute path itself and
 re-exports, by name, the helpers that live in smaller modules: quick mode, :func:`pick` and
-the results folder (:mod:`labkit.runenv`), the helpers that talk to a live server or engine
-(:mod:`labkit.live`) and those that read results and plan capacity (:mod:`labkit.planning`).
+the results folder (:mod:`labkit.machine.runenv`), the helpers that talk to a live server or engine
+(:mod:`labkit.lessons.live`) and those that read results and plan capacity (:mod:`labkit.costs.planning`).
 Those modules never import this one. ``__all__`` lists every name the notebooks use; a test
 keeps it complete.
+
+Everything else a notebook takes from labkit comes through here too, by the name it uses:
+``from labkit.notebook import kv, widgets, describe``. :data:`EXPORTS` says where each name
+lives; it is loaded on first use, so importing this module stays light (no llama.cpp), and a
+module that moves changes one line of that table and no notebook.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
 
-from .live import (EngineRun, ask, ask_messages, count_tokens, document, extract_then_sort,
-                   get_trace, per_request, prefix_cache_rows, queue_burst, run_requests,
-                   startup_lines, startup_table)
-from .planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly,
-                       prediction_error, read_worksheet, replay,
-                       saturation_signals)
-from .i18n import Both, show
-from .i18n import pick as tr
-from .runenv import log_to_file, pick, quick, results_dir
+from .lessons.live import EngineRun, ask, ask_messages, count_tokens, document, extract_then_sort, get_trace, per_request, prefix_cache_rows, queue_burst, run_requests, startup_lines, startup_table
+from .costs.planning import DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly, prediction_error, read_worksheet, replay, saturation_signals
+from .lang.i18n import Both, show
+from .lang.i18n import pick as tr
+from .machine.runenv import log_to_file, pick, quick, results_dir
 
 __all__ = [
     # defined here
     "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
     "say", "skip_without_gpu", "terms", "use_language",
-    # labkit.i18n
+    # labkit.lang.i18n
     "Both", "show", "tr",
-    # labkit.runenv
+    # labkit.machine.runenv
     "log_to_file", "pick", "quick", "results_dir",
-    # labkit.live
+    # labkit.lessons.live
     "EngineRun", "ask", "ask_messages", "count_tokens", "document", "extract_then_sort",
     "get_trace", "per_request", "prefix_cache_rows", "queue_burst", "run_requests",
     "startup_lines", "startup_table",
-    # labkit.planning
+    # labkit.costs.planning
     "DAY_PROFILE", "day_of_traffic", "findings", "first_saturated_rate", "hourly",
     "prediction_error", "read_worksheet", "replay", "saturation_signals",
 ]
+
+#: The rest of what the notebooks import from labkit: each name and where it lives, a module
+#: (``"labkit.models.kv"``) or a name in one (``"labkit.models.files:describe"``).
+EXPORTS = {
+    # model files and shapes
+    "kv": "labkit.models.kv",
+    "describe": "labkit.models.files:describe",
+    "default_model_path": "labkit.models.files:default_model_path",
+    "resolve_model": "labkit.models.files:resolve_model",
+    # the machine, the languages, the setup check
+    "usable_cores": "labkit.machine.runenv:usable_cores",
+    "fonts": "labkit.lang.fonts",
+    "doctor": "labkit.tools.doctor",
+    # the engine and its settings
+    "settings": "labkit.settings",
+    "EngineConfig": "labkit.engine:EngineConfig",
+    "install_log_router": "labkit.engine.native:install_log_router",
+    "vocabulary": "labkit.engine.vocabulary",
+    # servers and measurements
+    "ServerConfig": "labkit.server.launch:ServerConfig",
+    "launch": "labkit.server.launch:launch",
+    "bench": "labkit.bench",
+    "calibration": "labkit.bench.calibration",
+    "RequestSpec": "labkit.bench.client:RequestSpec",
+    "Sampling": "labkit.bench.client:Sampling",
+    "stream_one": "labkit.bench.client:stream_one",
+    "ForeignCPU": "labkit.bench.harness:ForeignCPU",
+    "answer_tokens": "labkit.bench.timing:answer_tokens",
+    "Tokenizer": "labkit.bench.workload:Tokenizer",
+    # the simulator
+    "sim": "labkit.sim",
+    "experiments": "labkit.sim.experiments",
+    "policy_plots": "labkit.sim.policy_plots",
+    "waste": "labkit.sim.waste",
+    "sim_engine": "labkit.sim.engine",
+    "calibrate": "labkit.sim.calibrate",
+    "fit": "labkit.sim.fit:fit",
+    "from_key": "labkit.sim.policies:from_key",
+    # costs
+    "capacity": "labkit.costs.capacity",
+    "planning": "labkit.costs.planning",
+    "roofline": "labkit.costs.roofline",
+    # the lessons' helpers
+    "classroom": "labkit.lessons.classroom",
+    "handbuilt": "labkit.lessons.handbuilt",
+    "chat_tokens": "labkit.lessons.handbuilt:chat_tokens",
+    "live": "labkit.lessons.live",
+    "llama_server": "labkit.lessons.llama_server",
+    "plots": "labkit.lessons.plots",
+    "seed_tables": "labkit.lessons.seed_tables",
+    "widgets": "labkit.lessons.widgets",
+    # the exercises
+    "check": "labkit.exercises:check",
+}
+__all__ += list(EXPORTS)
+
+
+def __getattr__(name: str):
+    """A name of :data:`EXPORTS`, loaded on first use."""
+    where = EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'labkit.notebook' has no attribute {name!r}")
+    module, _, attr = where.partition(":")
+    value = importlib.import_module(module)
+    return getattr(value, attr) if attr else value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(EXPORTS))
 
 
 # ---------------------------------------------------------------------------- language
@@ -60,9 +131,9 @@ def use_language(language: str) -> None:
     """The language line: ``"en"`` or ``"zh-TW"`` for labkit's messages, verdicts, plots and
     every process the notebook starts (sets ``LABKIT_LANG``). With Chinese it also gives
     matplotlib a CJK font, or says once how to install one."""
-    from .runenv import use_language as set_language
+    from .lang.choice import use_language as set_language
     if set_language(language) == "zh-TW":
-        from . import fonts
+        from .lang import fonts
         fonts.setup()
 
 
@@ -74,7 +145,7 @@ def say(english: str, chinese: str) -> None:
 # ---------------------------------------------------------------------------- banner
 
 def _short_report() -> dict:
-    from .doctor import collect
+    from .tools.doctor import collect
     return collect(generate=False)
 
 
@@ -150,13 +221,13 @@ def compute_path(report: dict | None = None) -> dict:
 
 def gpus():
     """The NVIDIA GPUs NVML sees (empty on a CPU-only machine)."""
-    from .gpu import list_gpus
+    from .machine.gpu import list_gpus
     return list_gpus()[0]
 
 
 def skip_without_gpu(what: str) -> bool:
     """For GPU-only cells: True if a GPU is present; otherwise print what is skipped and why."""
-    from .gpu import list_gpus
+    from .machine.gpu import list_gpus
     found, why = list_gpus()
     if found:
         return True
@@ -204,7 +275,7 @@ def save_recipe(rec: dict, name: str = "recipe.json") -> Path:
 
 def terms(*names: str):
     """Rows of the shared glossary (English, 中文, restaurant, llama.cpp) for these terms."""
-    from .glossary import table
+    from .lang.glossary import table
     t = table().set_index("english")
     t = t.rename_axis(tr("english", "英文"))
     return t.loc[list(names)] if names else t

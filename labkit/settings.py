@@ -8,7 +8,7 @@ is a list of settings. Each one is a row of :data:`TABLE`: its llama-server flag
 its default, the values it allows, its help text, and where it lives:
 
 - ``engine``: how the slot engine is built; a field of :class:`labkit.engine.EngineConfig`
-  and of :class:`labkit.launch.ServerConfig`, and a flag of ``labkit serve``;
+  and of :class:`labkit.server.launch.ServerConfig`, and a flag of ``labkit serve``;
 - ``server``: what the HTTP server does around the engine; a field of ``ServerConfig`` and a
   flag of ``labkit serve``;
 - ``process``: where and how the process listens (host, port, log file, which endpoints are
@@ -33,8 +33,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from .kv import BYTES_PER_VALUE
-from .runenv import flag
+from .models.kv import BYTES_PER_VALUE
+from .machine.runenv import flag
 
 ENGINE, SERVER, PROCESS = "engine", "server", "process"
 
@@ -42,7 +42,7 @@ ENGINE, SERVER, PROCESS = "engine", "server", "process"
 AUTO_SLOTS = 4
 
 # The KV cache types -ctk / -ctv take: the same list, in the same order, as the bytes per
-# element in labkit.kv (one source for both).
+# element in labkit.models.kv (one source for both).
 CACHE_TYPES: tuple[str, ...] = tuple(BYTES_PER_VALUE)
 
 FLASH_ATTN_MODES = ("on", "off", "auto")
@@ -268,7 +268,7 @@ TABLE: tuple[Setting, ...] = (
     # --- server: what the HTTP server does around the engine ------------------------------
     Setting("model", ("-m", "--model"), None, "str | None", optional(text),
             "a GGUF path, synthetic:NAME[:QUANT], or None", "GGUF file, or a model shape with "
-            "random weights (labkit.synthetic; not given: $LABKIT_MODEL, else the embedded "
+            "random weights (labkit.models.synthetic; not given: $LABKIT_MODEL, else the embedded "
             "SmolLM2-135M)", scope=SERVER),
     Setting("alias", ("-a", "--alias"), None, "str | None", optional(text),
             "a non-empty name, or None", "the model name the API reports (not given: the "

@@ -5,5 +5,5 @@ import pytest
 
 @pytest.fixture(scope="session")
 def model_path():
-    from labkit.models import default_model_path
+    from labkit.models.files import default_model_path
     return str(default_model_path())

@@ -1,4 +1,4 @@
-"""A synthetic roofline sweep, as labkit.roofline's measurement returns it: one decode and one
+"""A synthetic roofline sweep, as labkit.costs.roofline's measurement returns it: one decode and one
 prefill row per batch size, with the measured / predicted ratios (tests of the table and plot)."""
 
 import pandas as pd

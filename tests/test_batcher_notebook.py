@@ -1,7 +1,7 @@
 """Notebook 02's lesson holds: the batcher written in the notebook, run on the embedded model,
 writes the same texts as labkit's engine at temperature 0 and makes the same steps; the
 comparison can fail; the step rules the exercises count are the engine's; and the helpers of
-labkit.handbuilt read step lists as the notebook shows them."""
+labkit.lessons.handbuilt read step lists as the notebook shows them."""
 
 import ast
 import re
@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit import handbuilt as hb
+from labkit.lessons import handbuilt as hb
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_build_a_batcher.ipynb"

@@ -118,7 +118,7 @@ def test_sampling_body_follows_the_seed():
 
 
 def test_a_dead_server_gives_error_rows_not_exceptions():
-    from labkit.launch import free_port
+    from labkit.server.launch import free_port
     url = f"http://127.0.0.1:{free_port()}"
     specs = [RequestSpec(i, f"D{i}", [{"role": "user", "content": "x"}], KEY) for i in range(3)]
     raw, wall = send_all(url, specs, Sampling(), in_flight=2)
@@ -251,7 +251,7 @@ def test_default_grid_and_cli_options():
 
 
 def test_labkit_quick_off_means_full_size(monkeypatch):
-    """`labkit bench` takes quick mode from labkit.runenv: "off" is the full-size run."""
-    from labkit import runenv
+    """`labkit bench` takes quick mode from labkit.machine.runenv: "off" is the full-size run."""
+    from labkit.machine import runenv
     monkeypatch.setenv("LABKIT_QUICK", "off")
     assert runenv.quick() is False and runenv.pick("quick", "full") == "full"

@@ -46,7 +46,7 @@ def test_labkit_bench_quick_end_to_end(tmp_path, monkeypatch, capsys):
 @pytest.mark.slow
 def test_labkit_bench_measures_a_running_server_by_url(tmp_path, capsys):
     """--base-url: any OpenAI-compatible server someone started, measured as it is."""
-    from labkit.launch import ServerConfig, launch
+    from labkit.server.launch import ServerConfig, launch
     with launch(ServerConfig(n_ctx=2048, n_slots=2, kv_unified=False)) as srv:
         rc = main(["--base-url", srv.base_url, "--in-flight", "2", "--out", str(tmp_path),
                    "--no-progress"])

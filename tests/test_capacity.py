@@ -3,8 +3,9 @@ llama.cpp really allocates."""
 
 import pytest
 
-from labkit import capacity, catalog, kv
-from labkit.capacity import GiB, MiB
+from labkit.costs import capacity
+from labkit.models import catalog, kv
+from labkit.costs.capacity import GiB, MiB
 
 
 def test_seed_8b_example():
@@ -50,7 +51,7 @@ def test_quantized_kv_holds_more_conversations():
 
 
 def test_model_from_the_embedded_model():
-    from labkit.models import describe
+    from labkit.models.files import describe
     info = describe(with_hash=False)
     m = capacity.quantized_model(info)
     assert m.bytes_per_token() == kv.model_bytes_per_token(info)

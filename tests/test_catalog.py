@@ -4,11 +4,11 @@ import dataclasses
 
 import pytest
 
-from labkit import catalog, kv
+from labkit.models import catalog, kv
 
 
 def test_embedded_entry_matches_its_file():
-    from labkit.models import describe
+    from labkit.models.files import describe
     info = describe(with_hash=False)
     entry = catalog.get("smollm2-135m")
     fields = ("n_layer", "n_head", "n_head_kv", "head_dim", "n_embd", "n_ctx_train")
@@ -17,7 +17,7 @@ def test_embedded_entry_matches_its_file():
 
 
 def test_embedded_shape_read_from_the_file_equals_the_catalogue():
-    from labkit.models import describe
+    from labkit.models.files import describe
     from_file = catalog.from_model_info(describe(with_hash=False))
     entry = catalog.get("smollm2-135m")
     assert dataclasses.replace(from_file, key=entry.key, name=entry.name) == entry

@@ -1,4 +1,4 @@
-"""labkit.classroom merges learners' worksheets; the bundled samples are labelled as samples;
+"""labkit.lessons.classroom merges learners' worksheets; the bundled samples are labelled as samples;
 the classroom notebook keeps the workbook's shape."""
 
 import json
@@ -9,7 +9,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from labkit import classroom, widgets
+from labkit.lessons import classroom, widgets
 
 ROOT = Path(__file__).resolve().parents[1]
 

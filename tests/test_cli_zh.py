@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from labkit import runenv
+from labkit.lang import choice
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def test_labkit_help_in_chinese(monkeypatch, capsys):
     from labkit.cli import main
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("用法：labkit COMMAND") and "doctor   這台機器準備好了嗎" in out
@@ -24,7 +24,7 @@ def test_labkit_help_in_chinese(monkeypatch, capsys):
 @pytest.mark.parametrize("command", ["doctor", "bench"])
 def test_subcommand_help_in_chinese(monkeypatch, capsys, command):
     from labkit.cli import main
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     with pytest.raises(SystemExit):
         main([command, "--help"])
     out = capsys.readouterr().out
@@ -38,7 +38,7 @@ def test_subcommand_help_in_chinese(monkeypatch, capsys, command):
 
 def test_sim_prints_in_chinese(monkeypatch, capsys):
     from labkit.sim.cli import main
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert main(["--requests", "12", "--compare", "none"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("工作負載：12 個請求") and "步驟成本：" in out
@@ -48,7 +48,7 @@ def test_sim_prints_in_chinese(monkeypatch, capsys):
 def test_sim_and_help_in_english(monkeypatch, capsys):
     from labkit.cli import main as labkit
     from labkit.sim.cli import main
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     assert main(["--requests", "12", "--compare", "none"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("workload: 12 requests") and "TTFT p50" in out

@@ -21,9 +21,9 @@ import httpx
 import pytest
 from differential_cases import CASES, FLAGS, STARTUP_FAULTS, Case
 
-from labkit import launch as launcher
-from labkit.launch import ServerConfig, ServerFailedToStart, start
-from labkit.models import default_model_path
+from labkit.server import launch as launcher
+from labkit.server.launch import ServerConfig, ServerFailedToStart, start
+from labkit.models.files import default_model_path
 
 KINDS = ("labkit", "xllamacpp")
 ORDER = {name: i for i, name in enumerate([*FLAGS, *STARTUP_FAULTS])}

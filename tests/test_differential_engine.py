@@ -20,7 +20,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from labkit.launch import ServerConfig, launch
+from labkit.server.launch import ServerConfig, launch
 
 pytestmark = pytest.mark.slow
 

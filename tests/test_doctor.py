@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from labkit import doctor, gpu
+from labkit.tools import doctor
+from labkit.machine import gpu
 
 
 def run_doctor(*args):

@@ -1,13 +1,13 @@
 """The two editions of the workbook stay in step: every notebook has a Traditional Chinese
 twin whose code cells equal the English ones except the language line, whose prose is
-Chinese, and whose words for the workbook's terms are the glossary's (labkit.editions)."""
+Chinese, and whose words for the workbook's terms are the glossary's (labkit.lang.editions)."""
 
 import re
 
 import nbformat
 import pytest
 
-from labkit import editions, glossary
+from labkit.lang import editions, glossary
 
 NOTEBOOKS = editions.english_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
@@ -15,7 +15,7 @@ IDS = [p.stem for p in NOTEBOOKS]
 
 def test_every_notebook_has_a_twin():
     missing = [p.name for p in NOTEBOOKS if not editions.twin(p).exists()]
-    assert not missing, f"no zh-TW edition of {missing}: python -m labkit.editions sync"
+    assert not missing, f"no zh-TW edition of {missing}: python -m labkit.lang.editions sync"
     extra = sorted({p.name for p in (editions.ROOT / editions.TWIN_DIR).glob("*.ipynb")}
                    - {p.name for p in NOTEBOOKS})
     assert not extra, f"zh-TW notebooks without an English one: {extra}"
@@ -24,7 +24,7 @@ def test_every_notebook_has_a_twin():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_code_cells_are_the_same_but_the_language_line(path):
     problems = editions.differences(editions.read(path), editions.read(editions.twin(path)))
-    assert not problems, "\n".join(problems) + "\n(python -m labkit.editions sync)"
+    assert not problems, "\n".join(problems) + "\n(python -m labkit.lang.editions sync)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

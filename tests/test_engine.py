@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from labkit import kv
+from labkit.models import kv
 from labkit.engine import (ContextExceeded, Engine, EngineConfig, FinalEvent, QueueFull,
                            SamplingParams, TokenEvent)
 from labkit.engine.trace import SLOT_COLUMNS, STEP_COLUMNS

@@ -74,8 +74,8 @@ def recorded_machine(tmp_path, monkeypatch):
     """A machine record of 12 GB/s and 60 GFLOP/s for this host, in a cache of its own."""
     import platform
 
-    from labkit import roofline
-    from labkit.runenv import usable_cores
+    from labkit.costs import roofline
+    from labkit.machine.runenv import usable_cores
     monkeypatch.setenv("LABKIT_CACHE", str(tmp_path))
     m = roofline.Machine(12e9, 60e9, "test", "test", platform.node(), usable_cores())
     roofline._save_record(m)
@@ -217,7 +217,7 @@ def test_choice_reads_english_and_traditional_chinese():
 def _chinese_problems(message: str) -> list[str]:
     """Why ``message`` is not a Chinese message: no Chinese character, or an English
     sentence (five words in a row outside code) left in it."""
-    from labkit import editions
+    from labkit.lang import editions
     if not editions.CJK.search(message):
         return ["no Chinese"]
     return [f"English left: {run!r}" for run in editions.english_runs(message)]

@@ -23,10 +23,10 @@ import httpx
 import pandas as pd
 import pytest
 
-from labkit import launch as launcher
+from labkit.server import launch as launcher
 from labkit.engine import EngineConfig
-from labkit.launch import ServerConfig, ServerFailedToStart, failure_reason, launch, start
-from labkit.models import default_model_path
+from labkit.server.launch import ServerConfig, ServerFailedToStart, failure_reason, launch, start
+from labkit.models.files import default_model_path
 
 # Far below the launcher's startup timeout (180 s): a failing server must not be waited for.
 FAST_ENOUGH_S = 60

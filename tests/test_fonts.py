@@ -5,7 +5,8 @@ import warnings
 
 import pytest
 
-from labkit import fonts, runenv
+from labkit.lang import fonts
+from labkit.lang import choice
 
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
@@ -45,7 +46,7 @@ def test_setup_twice_adds_the_font_once():
 
 def test_without_a_cjk_font_it_says_how_once_and_labels_stay_english(monkeypatch, capsys):
     monkeypatch.setattr(fonts, "_state", {"family": None})
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert fonts.setup() is None and fonts.setup() is None
     err = capsys.readouterr().err
     assert err.count("fonts-noto-cjk") == 1
@@ -55,9 +56,9 @@ def test_without_a_cjk_font_it_says_how_once_and_labels_stay_english(monkeypatch
 
 @needs_font
 def test_label_follows_the_language(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert fonts.label("Throughput", "吞吐") == "吞吐"
-    monkeypatch.setenv(runenv.ENV_LANG, "en")
+    monkeypatch.setenv(choice.ENV_LANG, "en")
     assert fonts.label("Throughput", "吞吐") == "Throughput"
 
 
@@ -65,6 +66,6 @@ def test_english_labels_never_look_for_a_font(monkeypatch, capsys):
     """In English a plot's labels need no CJK font: label() neither searches nor warns."""
     monkeypatch.setattr(fonts, "_state", {})
     monkeypatch.setattr(fonts, "find", lambda: pytest.fail("looked for a CJK font in English"))
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     assert fonts.label("Throughput", "吞吐") == "Throughput"
     assert capsys.readouterr().err == ""

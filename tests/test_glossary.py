@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import glossary
+from labkit.lang import glossary
 from labkit.exercises import choice
 
 

@@ -5,13 +5,14 @@ import re
 
 import pytest
 
-from labkit import i18n, runenv
+from labkit.lang import i18n
+from labkit.lang import choice
 
 
 def test_every_key_has_both_languages_with_the_same_placeholders():
     assert i18n.missing() == []
     for key, entry in i18n.CATALOGUE.items():
-        assert set(entry) == set(runenv.LANGUAGES), key
+        assert set(entry) == set(choice.LANGUAGES), key
 
 
 def test_a_key_without_its_translation_is_reported(monkeypatch):
@@ -29,25 +30,25 @@ def test_a_key_without_its_translation_is_reported(monkeypatch):
 ])
 def test_language_setting(monkeypatch, value, expected):
     if value is None:
-        monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+        monkeypatch.delenv(choice.ENV_LANG, raising=False)
     else:
-        monkeypatch.setenv(runenv.ENV_LANG, value)
-    assert runenv.lang() == expected == i18n.language()
+        monkeypatch.setenv(choice.ENV_LANG, value)
+    assert choice.lang() == expected == i18n.language()
 
 
 def test_an_unknown_language_names_the_accepted_ones(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "klingon")
+    monkeypatch.setenv(choice.ENV_LANG, "klingon")
     with pytest.raises(ValueError, match="zh-TW"):
-        runenv.lang()
+        choice.lang()
 
 
 def test_t_formats_in_the_chosen_language(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert i18n.t("bench.wrote", out="r/x", seconds=3).startswith("已寫入 r/x/")
     assert i18n.t("bench.wrote", lang="en", out="r/x", seconds=3).startswith("wrote r/x/")
     assert i18n.t("check.correct") == "✔ 正確"
     assert i18n.pick("Throughput", "吞吐") == "吞吐"
-    monkeypatch.delenv(runenv.ENV_LANG)
+    monkeypatch.delenv(choice.ENV_LANG)
     assert i18n.t("check.correct") == "✔ correct" and i18n.pick("Throughput", "吞吐") == "Throughput"
     with pytest.raises(KeyError):
         i18n.t("no.such.key")
@@ -64,12 +65,12 @@ def _report():
 
 
 def test_doctor_text_in_both_languages(monkeypatch):
-    from labkit import doctor
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    from labkit.tools import doctor
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     en = doctor.render(_report())
     assert "NOT INSTALLED" in en and "NOT READY" in en and "labkit will run on the CPU" in en
     assert "fonts-noto-cjk" in en
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     zh = doctor.render(_report())
     assert "未安裝" in zh and "NOT READY 尚未就緒" in zh and "改用 CPU" in zh and "已略過" in zh
     assert "NOT INSTALLED" not in zh
@@ -93,7 +94,7 @@ def test_bench_summary_in_chinese(monkeypatch, tmp_path, capsys):
                                  "model_sha256": ["abc"]})
 
     monkeypatch.setattr(runner, "measure", lambda *a, **k: Result())
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     assert cli.main(["--workload", "short-zh", "--slots", "1", "--kv", "split", "--rounds", "1",
                      "--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr()
@@ -102,12 +103,12 @@ def test_bench_summary_in_chinese(monkeypatch, tmp_path, capsys):
 
 
 def test_doctor_rows_in_chinese_and_aligned(monkeypatch):
-    from labkit import doctor
+    from labkit.tools import doctor
     r = _report()
     r["model"] = {"name": "M", "architecture": "llama", "file_type": "Q4_1", "n_params": 135e6,
                   "size_bytes": 2**20, "path": "/m.gguf", "sha256": "ab", "n_layer": 1,
                   "n_head": 1, "n_head_kv": 1, "head_dim": 64, "n_embd": 64, "n_ctx_train": 8}
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     lines = doctor.render(r).splitlines()
     rows = {ln.split()[0]: ln for ln in lines if ln.strip()}
     for label in ("模型", "路徑", "形狀", "生成測試", "字型"):
@@ -115,25 +116,25 @@ def test_doctor_rows_in_chinese_and_aligned(monkeypatch):
     # the value column starts at the 19th terminal column whatever the label's script
     assert rows["模型"].index("M") + len("模型") == rows["python"].index("3.11") == 18
     assert "（2 個 CPU）" in rows["python"]
-    monkeypatch.delenv(runenv.ENV_LANG)
+    monkeypatch.delenv(choice.ENV_LANG)
     en = doctor.render(r)
     assert "\nmodel             M (llama" in en and "\npath              /m.gguf" in en
     assert "3.11 on Linux (2 CPUs)" in en
 
 
 def test_gpu_note_in_the_language_in_use(monkeypatch):
-    from labkit import gpu
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    from labkit.machine import gpu
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     gpus, why = gpu.list_gpus()
     if gpus:
         pytest.skip("this machine has an NVIDIA GPU")
     assert re.search(r"[\u4e00-\u9fff]", why) and "no NVIDIA GPU" not in why
-    monkeypatch.delenv(runenv.ENV_LANG)
+    monkeypatch.delenv(choice.ENV_LANG)
     assert not re.search(r"[\u4e00-\u9fff]", gpu.list_gpus()[1])
 
 
 def test_headings_and_catalogue_use_the_glossarys_words():
-    from labkit import glossary
+    from labkit.lang import glossary
     texts = {f"HEADINGS[{k}]": v for k, v in i18n.HEADINGS.items()}
     texts.update({f"CATALOGUE[{k}]": e["zh-TW"] for k, e in i18n.CATALOGUE.items()})
     bad = {where: glossary.avoided(text) for where, text in texts.items() if glossary.avoided(text)}
@@ -147,12 +148,13 @@ def test_the_chinese_written_in_labkits_display_modules_uses_the_glossarys_words
     from pathlib import Path
 
     import labkit
-    from labkit import glossary
+    from labkit.lang import glossary
     root = Path(labkit.__file__).parent
-    modules = ["plots.py", "widgets.py", "sim/plots.py", "bench/plots.py", "sim/policy_plots.py",
-               "sim/waste.py", "roofline.py", "planning.py", "live.py", "kvlive.py",
-               "handbuilt.py", "capacity.py", "classroom.py", "gpu.py", "doctor.py", "launch.py",
-               "bench/cli.py", "sim/cli.py", "cli.py", "bench/calibration.py"]
+    modules = ["lessons/plots.py", "lessons/widgets.py", "sim/plots.py", "bench/plots.py",
+               "sim/policy_plots.py", "sim/waste.py", "costs/roofline.py", "costs/planning.py",
+               "lessons/live.py", "lessons/llama_server.py", "lessons/handbuilt.py",
+               "costs/capacity.py", "lessons/classroom.py", "machine/gpu.py", "tools/doctor.py",
+               "server/launch.py", "bench/cli.py", "sim/cli.py", "cli.py", "bench/calibration.py"]
     bad = {}
     for name in modules:
         tree = ast.parse((root / name).read_text(encoding="utf-8"))
@@ -179,7 +181,7 @@ def test_show_reads_the_worksheets_values_in_chinese():
 
     from labkit.bench import memory
     from labkit.bench.worksheet import value_text
-    from labkit.i18n import show
+    from labkit.lang.i18n import show
     ws = pd.DataFrame({"verdict": ["pass", "fail: TTFT ok"], "correct": ["not graded (timing only)", 12],
                        "memory": [memory.LABELS["rss"], "not measured"]})
     zh = show(ws, lang="zh-TW")

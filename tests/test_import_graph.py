@@ -84,8 +84,70 @@ def test_no_import_cycle_in_labkit():
 
 def test_the_leaves_import_no_other_labkit_module_but_their_own():
     graph = {m: deps - {"labkit"} for m, deps in _graph().items()}   # the package root is light
-    assert graph["labkit.runenv"] == set()
-    assert graph["labkit.kv"] == set()
-    assert graph["labkit.settings"] <= {"labkit.kv", "labkit.runenv"}
-    assert graph["labkit.catalog"] <= {"labkit.kv", "labkit.gguf"}
-    assert graph["labkit.embedded"] == set() and graph["labkit.gguf"] == set()
+    assert graph["labkit.machine.runenv"] == set()
+    assert graph["labkit.machine.gpu"] <= {"labkit.lang", "labkit.lang.i18n"}   # its messages
+    assert graph["labkit.models.kv"] == set()
+    assert graph["labkit.lang.choice"] == set()
+    assert graph["labkit.settings"] <= {"labkit.models", "labkit.models.kv", "labkit.machine",
+                                        "labkit.machine.runenv"}
+    assert graph["labkit.models.catalog"] <= {"labkit.models", "labkit.models.kv",
+                                              "labkit.models.gguf"}
+    assert graph["labkit.models.embedded"] == set() and graph["labkit.models.gguf"] == set()
+
+
+#: labkit's layers, lowest first. A module may import from its own layer and from the layers
+#: below it, never from one above: the data flow of docs/ARCHITECTURE.md, as a rule.
+LAYERS = (
+    "labkit.lang",        # the two languages: which one, messages, glossary, fonts, editions
+    "labkit.machine",     # the run environment and the GPUs
+    "labkit.models",      # model files and shapes, KV bytes per token
+    "labkit.settings",    # every server setting, once
+    "labkit.engine",      # the slot engine on llama.cpp
+    "labkit.sim",         # the batching simulator
+    "labkit.server",      # the HTTP front and the launcher
+    "labkit.tools",       # labkit doctor
+    "labkit.bench",       # the measurement harness
+    "labkit.costs",       # roofline, capacity, planning
+    "labkit.lessons",     # the lessons' helpers
+    "labkit.exercises",   # the checked exercises
+    "labkit.notebook",    # what the notebooks import
+    "labkit.cli",         # the labkit command
+    "labkit.__main__",
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of the layer holding ``module`` (None: the package root itself)."""
+    for i, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return i
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import in ``graph`` that reaches a layer above the importer's."""
+    found = []
+    for module, deps in sorted(graph.items()):
+        here = layer_of(module)
+        for dep in sorted(deps):
+            there = layer_of(dep)
+            if here is not None and there is not None and there > here:
+                found.append(f"{module} imports {dep} ({LAYERS[there]} is above {LAYERS[here]})")
+    return found
+
+
+def test_every_module_lives_in_a_layer():
+    assert [m for m in _graph() if m != "labkit" and layer_of(m) is None] == []
+
+
+def test_no_layer_imports_one_above_it():
+    assert upward_imports(_graph()) == []
+
+
+def test_an_upward_import_is_caught():
+    graph = {"labkit.models.kv": {"labkit.engine.native"},
+             "labkit.engine.engine": {"labkit.models.kv"}}
+    assert upward_imports(graph) == [
+        "labkit.models.kv imports labkit.engine.native (labkit.engine is above labkit.models)"]
+    assert layer_of("labkit.lessonsx") is None
+    assert layer_of("labkit.lessons.live") == LAYERS.index("labkit.lessons")

@@ -1,6 +1,6 @@
 import pytest
 
-from labkit import kv
+from labkit.models import kv
 
 
 def test_seed_8b_example():

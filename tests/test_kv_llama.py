@@ -1,8 +1,8 @@
-"""labkit.kv's context arithmetic against what the installed llama.cpp really does."""
+"""labkit.models.kv's context arithmetic against what the installed llama.cpp really does."""
 
 import pytest
 
-from labkit import kv
+from labkit.models import kv
 from labkit.engine.native import load_model, new_context, quiet_llama
 
 pytestmark = pytest.mark.slow          # loads the embedded model
@@ -29,7 +29,7 @@ def test_slot_context_matches_llama_cpp(model, n_ctx, n_seq, unified):
 @pytest.mark.parametrize("type_k", ["f16", "q8_0", "q4_0"])
 def test_formula_matches_allocated_kv_bytes(model, model_path, type_k):
     """The formula against the bytes llama.cpp reports allocating for its KV buffers."""
-    from labkit.models import describe
+    from labkit.models.files import describe
     info = describe(model_path, with_hash=False)
     with quiet_llama() as log:
         with new_context(model, n_ctx=2048, type_k=type_k, type_v=type_k,

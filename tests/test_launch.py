@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from labkit.launch import (ServerConfig, ServerFailedToStart, launch, parse_startup_log,
+from labkit.server.launch import (ServerConfig, ServerFailedToStart, launch, parse_startup_log,
                           stop_all)
 
 
@@ -115,7 +115,7 @@ STARTERS = {
 def test_no_orphan_when_the_parent_is_killed(tmp_path, started_from):
     """SIGKILL skips atexit; the server still stops, because it watches the parent process."""
     pidfile = tmp_path / "pid"
-    script = "import threading, time\nfrom labkit.launch import ServerConfig, start\n" + \
+    script = "import threading, time\nfrom labkit.server.launch import ServerConfig, start\n" + \
         STARTERS[started_from] + f"\nopen({str(pidfile)!r}, 'w').write(str(srv.pid))\n" + \
         "time.sleep(600)\n"
     parent = subprocess.Popen([sys.executable, "-c", script])
@@ -137,7 +137,7 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path, started_from):
 
 @pytest.mark.slow
 def test_stop_all_stops_every_live_server():
-    from labkit.launch import start
+    from labkit.server.launch import start
     srv = start(ServerConfig(kind="llama_cpp.server", n_ctx=1024))
     stop_all()
     assert _gone(srv.pid)
@@ -147,7 +147,7 @@ def test_startup_facts_wait_for_a_slots_line_written_late():
     # llama-server logs from its own thread: the slots line can land after /health is ok.
     from types import SimpleNamespace
 
-    from labkit.launch import startup_facts
+    from labkit.server.launch import startup_facts
     line = "srv    load_model: initializing, n_slots = 2, n_ctx_slot = 1024, kv_unified = 'false'\n"
     reads = iter(["llama_context: n_ctx = 2048\n"] * 3 + ["llama_context: n_ctx = 2048\n" + line] * 9)
     server = SimpleNamespace(config=SimpleNamespace(kind="llama-server"), log_text=lambda: next(reads))

@@ -11,8 +11,8 @@ import urllib.request
 import pandas as pd
 import pytest
 
-from labkit import live
-from labkit.stream_stub import CHAT_PATH, Script, ScriptedServer
+from labkit.lessons import live
+from labkit.lessons.scripted_server import CHAT_PATH, Script, ScriptedServer
 
 
 def _post(url: str, body: dict):

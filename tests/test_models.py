@@ -3,8 +3,8 @@ import shutil
 
 import pytest
 
-from labkit import models
-from labkit.gguf import GGUFError, read_header
+from labkit.models import files as models
+from labkit.models.gguf import GGUFError, read_header
 
 
 def test_embedded_model_is_found_inside_the_wheel(model_path):

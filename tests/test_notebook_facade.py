@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from labkit import notebook
+from test_import_graph import _graph
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_NAME = re.compile(r"\bnb\.([A-Za-z_]\w*)")
@@ -50,37 +51,65 @@ def test_every_exported_name_resolves():
         assert getattr(notebook, name, None) is not None, name
 
 
-def imported_modules(module: str) -> set[str]:
-    """Absolute names of the modules ``labkit/<module>.py`` imports, anywhere in its body
-    (``from . import x`` and ``from .x import y`` both count as ``labkit.x``)."""
-    tree = ast.parse((ROOT / "labkit" / f"{module}.py").read_text())
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:                      # a module directly under labkit/
-                base = "labkit" + (f".{base}" if base else "")
-            out |= {base} | {f"{base}.{a.name}" for a in node.names}
-    return out
-
-
 def test_the_helpers_never_import_the_facade():
-    """The modules behind ``nb`` depend on leaf modules only, never on labkit.notebook."""
-    assert {"labkit.live", "labkit.planning", "labkit.runenv"} <= imported_modules("notebook")
-    for module in ("live", "planning", "runenv", "widgets", "plots"):
-        assert "labkit.notebook" not in imported_modules(module), module
+    """The modules behind ``nb`` never import labkit.notebook: it is the top of the graph."""
+    graph = _graph()
+    assert {"labkit.lessons.live", "labkit.costs.planning", "labkit.machine.runenv"} <= graph["labkit.notebook"]
+    assert [m for m, deps in graph.items() if "labkit.notebook" in deps] == []
 
 
-def test_runenv_imports_the_standard_library_only():
-    tree = ast.parse((ROOT / "labkit" / "runenv.py").read_text())
+@pytest.mark.parametrize("path", ["machine/runenv.py", "lang/choice.py"])
+def test_the_leaves_import_the_standard_library_only(path):
+    tree = ast.parse((ROOT / "labkit" / path).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "runenv is a leaf: no labkit imports"
+            assert node.level == 0, f"{path} is a leaf: no labkit imports"
             assert node.module.split(".")[0] in sys.stdlib_module_names | {"__future__"}
         elif isinstance(node, ast.Import):
             assert all(a.name.split(".")[0] in sys.stdlib_module_names for a in node.names)
+
+
+def labkit_imports_past_the_facade(source: str) -> list[str]:
+    """The imports of labkit in ``source`` that do not go through labkit.notebook."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "labkit":
+            names = [a.name for a in node.names]
+            if node.module == "labkit.notebook" or (node.module == "labkit" and names == ["notebook"]):
+                continue
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "labkit"]
+    return found
+
+
+def test_a_notebook_reaches_labkit_only_through_the_facade():
+    bad = {}
+    sources = [(p, c.source) for p in sorted((ROOT / "notebooks").rglob("*.ipynb"))
+               for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"]
+    sources += [(p, p.read_text()) for p in sorted((ROOT / "notebooks" / "solutions").glob("*.py"))]
+    for path, source in sources:
+        if found := labkit_imports_past_the_facade(source):
+            bad.setdefault(path.relative_to(ROOT).as_posix(), []).extend(found)
+    assert bad == {}, "import these through labkit.notebook (add them to EXPORTS)"
+
+
+def test_an_import_past_the_facade_is_caught():
+    source = ("from labkit import notebook as nb\nfrom labkit.notebook import kv\n"
+              "from labkit.models import kv\nimport labkit.sim\n"
+              "def f():\n    from labkit import widgets\n")
+    assert labkit_imports_past_the_facade(source) == [
+        "from labkit.models import kv", "import labkit.sim", "from labkit import widgets"]
+
+
+def test_every_export_names_where_it_lives():
+    for name, where in notebook.EXPORTS.items():
+        module, _, attr = where.partition(":")
+        assert module.startswith("labkit."), name
+        assert (attr or module.rsplit(".", 1)[1]) == name or name in {"sim_engine"}, \
+            f"{name} is exported under another name than its own: {where}"
+    with pytest.raises(AttributeError, match="no attribute 'not_there'"):
+        notebook.not_there
 
 
 @pytest.mark.slow

@@ -66,7 +66,7 @@ def test_banner_is_short_and_names_the_model():
 
 
 def test_recipe_keeps_hash_and_flags(tmp_path, monkeypatch):
-    from labkit.launch import ServerConfig
+    from labkit.server.launch import ServerConfig
     monkeypatch.setenv("LABKIT_RESULTS", str(tmp_path))
     rec = notebook.recipe(ServerConfig(n_ctx=2048, n_slots=2, kv_unified=False))
     assert len(rec["model"]["sha256"]) == 64

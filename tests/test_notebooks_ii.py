@@ -5,7 +5,8 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from labkit import notebook, widgets
+from labkit import notebook
+from labkit.lessons import widgets
 
 
 def _sweep():
@@ -49,7 +50,7 @@ def test_load_panel_updates_without_a_browser():
 @pytest.mark.slow
 def test_queue_burst_refuses_past_the_bound():
     from labkit.engine import EngineConfig
-    from labkit.models import default_model_path
+    from labkit.models.files import default_model_path
     cfg = EngineConfig(default_model_path(), n_ctx=512, n_slots=1)
     bounded = notebook.queue_burst(replace(cfg, max_queue=2), "Hi.", 6, 4)
     assert (bounded["outcome"] == "refused").sum() == 6 - 1 - 2

@@ -1,10 +1,10 @@
 """Rent or buy with an instance that bills every hour it is up, and what a solo assistant and a
-30-user chat need (labkit.planning, notebook 08)."""
+30-user chat need (labkit.costs.planning, notebook 08)."""
 
 import pandas as pd
 import pytest
 
-from labkit import planning
+from labkit.costs import planning
 
 
 def test_an_always_on_instance_bills_every_hour():

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit import fonts, runenv
+from labkit.lang import fonts
+from labkit.lang import choice
 from roofline_frames import sweep_frame
 
 mpl = pytest.importorskip("matplotlib")
@@ -23,7 +24,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 @pytest.fixture
 def zh(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     fonts.setup(quiet=True)
     yield
     import matplotlib.pyplot as plt
@@ -82,11 +83,13 @@ def _bench_rows():
     return pd.DataFrame(out)
 
 
-# ------------------------------------------------------------------ labkit.plots
+# ------------------------------------------------------------------ labkit.lessons.plots
 
 @needs_font
 def test_labkit_plots_in_chinese(zh):
-    from labkit import capacity, kv, plots
+    from labkit.costs import capacity
+    from labkit.models import kv
+    from labkit.lessons import plots
     _chinese(plots.table_tops(kv.slot_context(4096, 4, False)), "title", "x")
     _chinese(plots.table_tops(kv.slot_context(4096, 4, True)), "title", "x")
     _chinese(plots.memory_bar(capacity.plan(24, "llama-3.1-8b-q4", n_ctx=16384, slots=4)),
@@ -145,7 +148,7 @@ def test_bench_plots_in_chinese(zh):
 
 @needs_font
 def test_policy_waste_roofline_and_classroom_plots_in_chinese(zh):
-    from labkit import roofline as rl
+    from labkit.costs import roofline as rl
     from labkit import sim
     from labkit.sim import policy_plots, waste
     from labkit.sim.experiments import LONG_TOKENS
@@ -172,7 +175,7 @@ def test_policy_waste_roofline_and_classroom_plots_in_chinese(zh):
         _chinese(ax, "x", "legend")
         assert CJK.search(ax.get_title(loc="left"))
 
-    from labkit import classroom
+    from labkit.lessons import classroom
     merged = pd.DataFrame({"learner": ["a", "a", "b"], "config": ["np1", "np2", "np1"],
                            "output_tok_s": [10.0, 18.0, 30.0],
                            "verdict": ["pass", "pass", "fail: fits context"]})
@@ -183,10 +186,11 @@ def test_policy_waste_roofline_and_classroom_plots_in_chinese(zh):
 
 def test_english_labels_unchanged(monkeypatch):
     import matplotlib.pyplot as plt
-    from labkit import kv, plots
+    from labkit.models import kv
+    from labkit.lessons import plots
     from labkit.bench import plots as bplots
     from labkit.sim import plots as splots
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     a, b = _sim_runs()
     ax = splots.gantt(a)
     assert ax.get_xlabel() == "time (s)"
@@ -208,7 +212,7 @@ def test_without_a_cjk_font_chinese_plots_keep_english(monkeypatch):
     import matplotlib.pyplot as plt
     from labkit.sim import plots
     monkeypatch.setattr(fonts, "_state", {"family": None, "told": True})
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     a, _ = _sim_runs()
     ax = plots.gantt(a)
     assert ax.get_xlabel() == "time (s)" and ax.get_yticklabels()[0].get_text() == "slot 0"

@@ -1,4 +1,4 @@
-"""labkit.roofline: the arithmetic on hand-made machines and models (exact), the embedded model's
+"""labkit.costs.roofline: the arithmetic on hand-made machines and models (exact), the embedded model's
 cost read from its file, the machine record, the sweep's bookkeeping on a hand-made trace, and
 one short sweep on the real engine."""
 
@@ -12,9 +12,9 @@ import types
 import pandas as pd
 import pytest
 
-from labkit import roofline as rl
-from labkit.gguf import TensorInfo
-from labkit.runenv import usable_cores
+from labkit.costs import roofline as rl
+from labkit.models.gguf import TensorInfo
+from labkit.machine.runenv import usable_cores
 from roofline_frames import sweep_frame
 
 F32, Q8_0 = 0, 8

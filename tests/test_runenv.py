@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from labkit import runenv
+from labkit.machine import runenv
 
 ON = ["1", "true", "yes", "on", "TRUE", "Yes", "On", " on ", "\ttrue\n"]
 OFF = ["0", "false", "no", "off", "", "FALSE", "No", "OFF", "  ", " 0 "]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from labkit.launch import ServerConfig, launch
+from labkit.server.launch import ServerConfig, launch
 from labkit.server import validate
 
 pytestmark = pytest.mark.slow

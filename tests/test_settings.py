@@ -12,7 +12,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from labkit import settings
 from labkit.engine.config import EngineConfig
-from labkit.launch import ServerConfig
+from labkit.server.launch import ServerConfig
 from labkit.server.args import build_parser, parse_args
 from labkit.settings import ENGINE, PROCESS, SERVER, SettingError
 
@@ -90,7 +90,7 @@ def test_the_np_auto_rule():
 
 
 def test_cache_types_are_the_kv_modules_types():
-    from labkit import kv
+    from labkit.models import kv
     assert settings.CACHE_TYPES == tuple(kv.BYTES_PER_VALUE)
 
 
@@ -224,7 +224,7 @@ def test_the_settings_module_imports_nothing_heavy():
                 assert r.split(".")[0] not in heavy, f"{mod} imports {r}"
                 if r.startswith("labkit.") and (ROOT / (r.replace(".", "/") + ".py")).exists():
                     todo.append(r)
-    assert "labkit.kv" in seen
+    assert "labkit.models.kv" in seen
 
 
 def test_docs_settings_is_generated_from_the_table():

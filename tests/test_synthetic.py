@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from labkit import catalog, synthetic
-from labkit.gguf import read_header
-from labkit.models import describe, resolve_model
+from labkit.models import catalog, synthetic
+from labkit.models.gguf import read_header
+from labkit.models.files import describe, resolve_model
 
 TOY = dataclasses.replace(catalog.get("llama-3.1-8b"), key="toy", name="Toy", n_layer=4,
                           n_head=4, n_head_kv=2, head_dim=32, n_embd=128, n_ff=256,
@@ -185,7 +185,7 @@ def test_too_little_memory_is_refused_before_writing(cache, monkeypatch):
 
 
 def test_gpu_offload_checks_the_gpus_free_memory(cache, monkeypatch):
-    from labkit import gpu
+    from labkit.machine import gpu
     card = gpu.GPU(0, "Card", 24 * 2**30, 2 * 2**30, "1")
     monkeypatch.setattr(gpu, "list_gpus", lambda: ([card], None))
     with pytest.raises(synthetic.SyntheticError, match=r"needs about 37.\d GiB of GPU "
@@ -223,8 +223,8 @@ def test_llama_cpp_loads_it_and_generates_finite_logits(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["synthetic:smollm2-135m", "synthetic:llama-3.2-1b"])
 def test_kv_bytes_per_token_match_what_llama_cpp_allocates(name):
-    from labkit import kv
-    from labkit.capacity import kv_match_table
+    from labkit.models import kv
+    from labkit.costs.capacity import kv_match_table
     table = kv_match_table(name, n_ctxs=(512, 1000), kv_types=("f16", "q8_0"))
     assert table["match"].all(), table
     info = describe(name, with_hash=False)

@@ -1,6 +1,6 @@
 """Tables and lines shown to people, in the notebook's language: tables built only to be read
 come with Chinese headings under LABKIT_LANG=zh-TW; the tables code keeps reading keep the
-program's names and get Chinese headings through labkit.i18n.show; printed findings and notes
+program's names and get Chinese headings through labkit.lang.i18n.show; printed findings and notes
 are Chinese. In English nothing changes."""
 
 import re
@@ -8,7 +8,8 @@ import re
 import pandas as pd
 import pytest
 
-from labkit import i18n, runenv
+from labkit.lang import i18n
+from labkit.lang import choice
 from roofline_frames import sweep_frame
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -16,7 +17,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 @pytest.fixture
 def zh(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
 
 
 def _all_chinese(columns, allowed=("GPU (GiB)",)):
@@ -25,7 +26,7 @@ def _all_chinese(columns, allowed=("GPU (GiB)",)):
 
 
 def test_display_tables_have_chinese_headings(zh):
-    from labkit import capacity, planning
+    from labkit.costs import capacity, planning
     seed = capacity.seed_comparison()
     assert _all_chinese(seed.columns, allowed=()) == []
     lev = capacity.levers()
@@ -40,7 +41,7 @@ def test_display_tables_have_chinese_headings(zh):
 
 
 def test_roofline_table_in_chinese(zh):
-    from labkit import roofline as rl
+    from labkit.costs import roofline as rl
     df = sweep_frame(batches=(1, 2), decode=1.0, predicted=1.1, no_overlap=0.9)
     t = rl.table(df)
     assert _all_chinese(t.columns) == [] and t.index.name == "批次大小"
@@ -51,14 +52,15 @@ def test_text_agreement_in_chinese(zh):
     rows = pd.DataFrame({"error": [None] * 4, "workload": ["short"] * 4, "round": [0] * 4,
                          "kv_mode": ["split"] * 4, "slots": [1, 1, 2, 2],
                          "doc_id": ["a", "b", "a", "b"], "answer": ["xy", "z", "xq", "z"]})
-    from labkit import live
+    from labkit.lessons import live
     t = live.text_agreement(rows)
     assert "第一個差異" in t.columns and "完全相同" in t.columns
     assert t["第一個差異"].iloc[1].startswith("a：從第 1 個字元起：")
 
 
 def test_findings_and_notes_in_chinese(zh):
-    from labkit import kvlive, planning
+    from labkit.lessons import llama_server
+    from labkit.costs import planning
     reading = pd.DataFrame({"kv_mode": ["split", "split", "split"], "slots": [1, 2, 4],
                             "workload": ["short"] * 3, "tok_s_vs_1_slot": [1.0, 1.5, float("nan")],
                             "completion_p50_vs_1_slot": [1.0, 1.3, float("nan")],
@@ -66,12 +68,12 @@ def test_findings_and_notes_in_chinese(zh):
     lines = planning.findings(reading)
     assert lines[0].startswith("short，split，2 個槽位：總 tok/s 上升了（1 個槽位的 x1.50）")
     assert "（變慢了）" in lines[0] and "有 3 個請求失敗" in lines[1]
-    note = kvlive.skip_note(i18n.Both("the same two requests", "同樣兩個請求"))
+    note = llama_server.skip_note(i18n.Both("the same two requests", "同樣兩個請求"))
     assert note.startswith("已略過：同樣兩個請求。") and 'pip install -e ".[ref]"' in note
 
 
 def test_show_renames_patterns_and_levels(zh):
-    from labkit import handbuilt as hb
+    from labkit.lessons import handbuilt as hb
     steps = [[(0, 0, "prefill", 4), (1, 1, "prefill", 3)], [(0, 0, "decode", 1)]]
     table = hb.step_table(steps, 2)
     shown = i18n.show(table)
@@ -85,8 +87,8 @@ def test_show_renames_patterns_and_levels(zh):
 
 
 def test_english_tables_unchanged(monkeypatch):
-    from labkit import capacity, planning
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    from labkit.costs import capacity, planning
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     assert list(capacity.seed_comparison().columns[:4]) == ["GPU (GiB)", "model", "stand-in",
                                                            "source says"]
     assert capacity.levers().iloc[0]["attention"] == "GQA (as shipped)"
@@ -95,7 +97,7 @@ def test_english_tables_unchanged(monkeypatch):
 
 
 def test_handbuilt_words_in_chinese(zh):
-    from labkit import handbuilt as hb
+    from labkit.lessons import handbuilt as hb
     mine = [(20.0, [(0, 0, "prefill", 33), (1, 1, "prefill", 37)]),
             (6.0, [(0, 2, "prefill", 35), (1, 1, "decode", 1)])]
     theirs = [(21.0, [(1, 1, "prefill", 37), (0, 0, "prefill", 33)]),
@@ -109,8 +111,8 @@ def test_handbuilt_words_in_chinese(zh):
 
 
 def test_capacity_and_machine_tables_in_chinese(zh):
-    from labkit import capacity
-    from labkit import roofline as rl
+    from labkit.costs import capacity
+    from labkit.costs import roofline as rl
     t = capacity.plan(24, "llama-3.1-8b-q4", n_ctx=16384, slots=4).table()
     assert t.loc["所需 / GPU", "值"].endswith("-> 放得下")
     assert "4,096 token 的對話數" in t.index
@@ -123,8 +125,9 @@ def test_the_tables_notebooks_keep_using_have_chinese_headings(zh):
     table, the roofline's prediction and the planning tables has a Chinese heading for show."""
     from test_plots_zh import _bench_rows
 
-    from labkit import planning, sim
-    from labkit import roofline as rl
+    from labkit.costs import planning
+    from labkit import sim
+    from labkit.costs import roofline as rl
     from labkit.bench import worksheet
     from labkit.sim import experiments
     reqs = sim.poisson(12, 4.0, prompt=(5, 60), output=(2, 12), seed=1)
@@ -155,7 +158,7 @@ def test_show_takes_a_series_too(zh):
 
 
 def test_the_machines_sources_in_chinese(zh, monkeypatch):
-    from labkit import roofline as rl
+    from labkit.costs import roofline as rl
     monkeypatch.setattr(rl, "measure_bandwidth", lambda *a, **k: 1e10)
     monkeypatch.setattr(rl, "measure_matmul", lambda *a, **k: 1e11)
     m = rl.measure_machine(keep=False)

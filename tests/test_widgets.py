@@ -3,7 +3,7 @@ the same update()."""
 
 import pytest
 
-from labkit import widgets
+from labkit.lessons import widgets
 
 
 def test_gantt_panel_updates_without_a_browser():
@@ -49,7 +49,7 @@ def test_capacity_panel():
 
 
 def test_restaurant_workload_is_deterministic():
-    from labkit import plots
+    from labkit.lessons import plots
     from labkit.sim import experiments
     a = experiments.restaurant_summary(slots=2, n=10)
     b = experiments.restaurant_summary(slots=2, n=10)
@@ -61,7 +61,8 @@ def test_restaurant_workload_is_deterministic():
 
 def test_choices_come_from_their_sources():
     """A policy, KV cache type or model added where it is defined shows up in the panels."""
-    from labkit import capacity, kv
+    from labkit.costs import capacity
+    from labkit.models import kv
     from labkit.sim import experiments
     from labkit.sim.policies import POLICIES
     load = widgets.load_panel(rate=0.5)
@@ -76,7 +77,7 @@ def test_choices_come_from_their_sources():
 
 def test_widgets_holds_panels_only():
     """The domain code lives next to its kin: simulator experiments in labkit.sim.experiments,
-    pictures in labkit.plots, planning in labkit.planning."""
+    pictures in labkit.lessons.plots, planning in labkit.costs.planning."""
     for name in ("restaurant_runs", "restaurant_summary", "summarize", "work_table", "gantt",
                  "RestaurantResult", "load_run", "MIXES", "rent_vs_buy"):
         assert not hasattr(widgets, name), name

@@ -8,7 +8,9 @@ import warnings
 
 import pytest
 
-from labkit import fonts, runenv, widgets
+from labkit.lang import fonts
+from labkit.lang import choice
+from labkit.lessons import widgets
 
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
@@ -27,7 +29,7 @@ def _bench_rows():
 
 
 def _panels():
-    from labkit import classroom
+    from labkit.lessons import classroom
     merged = classroom.merge(classroom.submissions(classroom.samples_dir()))
     return {
         "gantt": widgets.gantt_panel(n=6),
@@ -48,7 +50,7 @@ def _figure_texts(fig):
 
 @needs_font
 def test_panels_speak_chinese(monkeypatch):
-    monkeypatch.setenv(runenv.ENV_LANG, "zh-TW")
+    monkeypatch.setenv(choice.ENV_LANG, "zh-TW")
     fonts.setup(quiet=True)
     for name, panel in _panels().items():
         assert CJK.search(panel.title), name
@@ -74,7 +76,7 @@ def test_panels_speak_chinese(monkeypatch):
 
 
 def test_panels_in_english_as_before(monkeypatch):
-    monkeypatch.delenv(runenv.ENV_LANG, raising=False)
+    monkeypatch.delenv(choice.ENV_LANG, raising=False)
     load = widgets.load_panel(rate=0.5, slots=2)
     load.widget()
     assert load.title == "Load: queue depth and KV use"

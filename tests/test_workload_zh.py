@@ -62,7 +62,7 @@ def test_dates():
 def test_recorded_token_counts_are_the_model_s_own():
     """`text_tokens` in short-zh.json are the embedded model's counts (loads its vocabulary)."""
     from labkit.bench.workload import token_stats
-    from labkit.tokens import tokenize
+    from labkit.engine.vocabulary import tokenize
     raw = json.loads((W.data_dir() / "workloads" / "short-zh.json").read_text(encoding="utf-8"))
     assert [len(t) for t in tokenize([d["text"] for d in raw["documents"]])] == \
         [d["text_tokens"] for d in raw["documents"]]

@@ -153,8 +153,8 @@ def main(argv=None) -> int:
     with tarfile.open(tarball) as src:
         pack_python(src, prefix, ver, out / "python")
     pins = download_wheels(out / "wheels")
-    from labkit import synthetic
-    from labkit.doctor import llama_build
+    from labkit.models import synthetic
+    from labkit.tools.doctor import llama_build
     synthetic.write_tokenizer(out / "tokenizer.gguf")
     build = llama_build()
     manifest = {

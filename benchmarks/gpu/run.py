@@ -7,7 +7,7 @@ Stages, each leaving its files before the next one starts (a run cut short keeps
 2. **build**: llama.cpp, from the sources llama-cpp-python was built from, for CUDA and this
    GPU's architecture only, once (a later run reuses the build); the log is ``build.log``;
    a failed build stops the run with its reason;
-3. **models**: the synthetic models written (labkit.synthetic), with their write times;
+3. **models**: the synthetic models written (labkit.models.synthetic), with their write times;
 4. **doctor**: ``labkit doctor --json`` through that build (llama-cpp-python loads it with
    ``LLAMA_CPP_LIB_PATH``): GPU offload, devices, a short generation;
 5. **bench**: for each model and slot count, a fresh llama-server (the same build) measured by
@@ -263,7 +263,7 @@ def overhead(run: Run, model: str, gpu_layers: int, slots) -> None:
 # ---------------------------------------------------------------------------- 3. models
 
 def write_models(run: Run, models, gpu_layers) -> list[str]:
-    from labkit import catalog, synthetic
+    from labkit.models import catalog, synthetic
     ready = []
     for name in models:
         spec = synthetic.parse(name)
@@ -294,7 +294,7 @@ def bench(run: Run, models, slots, servers, n_requests, rounds, n_ctx, gpu_layer
 
     from labkit.bench import measure
     from labkit.bench.timing import plan
-    from labkit.launch import ServerConfig
+    from labkit.server.launch import ServerConfig
     rows_all = []
     took: dict[str, float] = {}
     for model in models:
@@ -381,7 +381,7 @@ def report(run: Run) -> None:
     gpu = f.get("gpu")
     lines = ["# GPU check: how slots batch on this machine", "",
              f"Started {f['started']}; {time.monotonic() - run.t0:.0f} s so far. "
-             "Synthetic models: real shapes, random weights (labkit.synthetic), so every "
+             "Synthetic models: real shapes, random weights (labkit.models.synthetic), so every "
              "number is timing and memory, never answer quality.", "",
              "## Machine", "",
              f"- GPU: {gpu['name']}, {gpu['memory_mib']} MiB, compute capability "

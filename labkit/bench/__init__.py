@@ -1,7 +1,7 @@
 """The measurement harness: the seed tutorial's 12-document benchmark as a library.
 
     from labkit import bench
-    from labkit.launch import ServerConfig
+    from labkit.server.launch import ServerConfig
 
     wl = bench.load_workload("short")                    # 12 documents + answer key
     rows = bench.run_config(ServerConfig(n_ctx=4096, n_slots=2, kv_unified=False), wl)

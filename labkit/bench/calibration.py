@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..i18n import pick
+from ..lang.i18n import pick
 
 FULL = {"prompts": (64, 2048), "n_prompts": 10, "outputs": (8, 160), "in_flight": (1, 2, 4)}
 QUICK = {"prompts": (64, 1024), "n_prompts": 5, "outputs": (4, 48), "in_flight": (1, 2)}
@@ -163,7 +163,7 @@ class Calibration:
 
     def table(self) -> pd.DataFrame:
         """The coefficients with their bootstrap uncertainty, in readable units."""
-        from ..i18n import language
+        from ..lang.i18n import language
         from ..sim.cost import TERMS_ZH
         u = self.fit.uncertainty()
         scale = {"a": 1e3, "b": 1e3, "c": 1e3, "d": 1e6, "e": 1e9}
@@ -218,7 +218,7 @@ def run(quick: bool = False, *, the_plan: Plan | None = None, n_threads: int = 2
     before each phase, and to repeat a phase during which other processes used more than
     its ``max_foreign`` cores (None: start at once, keep everything). The load average
     before each phase and the CPU other processes used during it are recorded either way."""
-    from ..launch import ServerConfig, launch
+    from ..server.launch import ServerConfig, launch
     from ..sim.calibrate import turnaround
     from .client import Sampling
     from .harness import ForeignCPU, fetch_trace, load1, trace_mark

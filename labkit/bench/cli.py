@@ -41,7 +41,7 @@ def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFA
                     kv_modes=("split", "unified"), model: str | None = None,
                     n_gpu_layers=0, binary: str | None = None, extra_args=(), **kw) -> list:
     """The default grid: ``slots`` x ``kv_modes`` on one pool of ``n_ctx`` cells."""
-    from ..launch import ServerConfig
+    from ..server.launch import ServerConfig
     return [ServerConfig(kind=kind, model=model, n_ctx=n_ctx, n_slots=n,
                          kv_unified=(m == "unified"), n_gpu_layers=n_gpu_layers,
                          binary=binary, extra_args=tuple(extra_args), **kw)
@@ -70,7 +70,7 @@ def _prompt_path():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..i18n import pick as _
+    from ..lang.i18n import pick as _
     p = argparse.ArgumentParser(
         prog="labkit bench",
         description=_("Measure a server on the 12-document workload: 1/2/4 slots x split/unified "
@@ -149,14 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args, argv)
     except KeyboardInterrupt:   # before any run started, or while saving
-        from ..i18n import t
+        from ..lang.i18n import t
         print("\n" + t("bench.interrupted"), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
-    from .. import runenv
-    from ..i18n import t
+    from ..machine import runenv
+    from ..lang.i18n import t
     from .runner import BenchInterrupted, measure
     from .worksheet import to_markdown
     quick = runenv.quick()
@@ -225,7 +225,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             "wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
             "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
             "sampled_peak_mib", "verdict"]
-    from ..i18n import show
+    from ..lang.i18n import show
     print(to_markdown(show(ws[[c for c in cols if c in ws]])))
     mem = ws["memory"].iloc[0] if len(ws) else ""
     sha = ws["model_sha256"].iloc[0] if len(ws) else ""

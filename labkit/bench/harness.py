@@ -16,7 +16,7 @@ using. Around :func:`~labkit.bench.runner.measure_target` they all need the same
 A run on a fresh server, measured only while nothing else runs::
 
     from labkit.bench import harness, measure_target
-    from labkit.launch import launch
+    from labkit.server.launch import launch
 
     quiet = harness.QuietMachine(max_load=1.5, max_foreign=0.25)
 
@@ -69,7 +69,7 @@ class Target:
 
 def target_of(server) -> Target:
     """The :class:`Target` for ``server``: a running server from
-    :func:`labkit.launch.launch` (URL, pid, config, the facts its startup log reported,
+    :func:`labkit.server.launch.launch` (URL, pid, config, the facts its startup log reported,
     command line, log file, model), a base URL (a server someone else started: nothing is
     known but where it is), or a Target, returned as it is."""
     if isinstance(server, Target):

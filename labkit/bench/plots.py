@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..fonts import label as _L
+from ..lang.fonts import label as _L
 from .worksheet import CONFIG_KEYS, run_summary
 
 PHASE_COLORS = {"client wait": "#d9d9d9", "server queue": "#f2c14e", "prefill": "#e6862a",

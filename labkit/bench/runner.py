@@ -1,6 +1,6 @@
 """Runs: a server config x a workload x an in-flight count, repeated over rounds.
 
-    from labkit.launch import ServerConfig
+    from labkit.server.launch import ServerConfig
     from labkit import bench
 
     rows = bench.run_config(ServerConfig(n_ctx=4096, n_slots=2, kv_unified=False),
@@ -72,7 +72,7 @@ def describe_target(target: Target) -> dict:
     """The run-level identity of a server: name/version, model hash, KV mode, pool, slots and
     the per-slot cap, preferring what the server reported (startup log, then /props) over
     what was asked for."""
-    from ..models import sha256_file
+    from ..models.files import sha256_file
     props = _get_json(target.base_url, "/props")
     props = props if isinstance(props, dict) else None
     f, cfg = target.facts or {}, target.config
@@ -200,14 +200,14 @@ def _resolve_workload(w) -> Workload:
 
 
 def run_config(server, workload="short", in_flight: int | None = None, **kw) -> pd.DataFrame:
-    """One run: start ``server`` (a :class:`~labkit.launch.ServerConfig`; or pass a running
+    """One run: start ``server`` (a :class:`~labkit.server.launch.ServerConfig`; or pass a running
     server or a base URL to use it as it is), send ``workload`` with ``in_flight`` workers
     (default: as many as the server has slots), stop the server. Returns one row per request.
 
     Keyword options are those of :func:`measure_target` (``rate``, ``burst``, ``sampling``,
     ``warmup``, ``sample_memory``...).
     """
-    from ..launch import ServerConfig, launch
+    from ..server.launch import ServerConfig, launch
     wl = _resolve_workload(workload)
     if isinstance(server, ServerConfig):
         with launch(server) as srv:
@@ -281,7 +281,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
             ) -> BenchResult:
     """Measure every config on every workload, ``rounds`` times.
 
-    ``configs``: :class:`~labkit.launch.ServerConfig` objects (started and stopped here, once
+    ``configs``: :class:`~labkit.server.launch.ServerConfig` objects (started and stopped here, once
     per round: a fresh server every round) or base URLs of servers already running (used as
     they are). ``in_flight``: the client's concurrency, one number or several; default: the
     config's slot count (more slots without more requests in flight measures nothing).
@@ -289,7 +289,7 @@ def measure(configs: Iterable, workloads: Iterable = ("short",), rounds: int = 3
     unless the experiment is about the prompt cache. ``max_docs`` keeps the first N
     documents of each workload.
     """
-    from ..launch import ServerConfig, launch
+    from ..server.launch import ServerConfig, launch
     configs = list(configs)
     wls = [_resolve_workload(w) for w in workloads]
     if max_docs:
@@ -355,7 +355,7 @@ def environment(configs: list | None = None) -> dict:
     """The record kept next to every result: labkit doctor's report (versions, llama.cpp
     build, GPUs, model and its sha256; no generation) plus the server configs asked for."""
     from dataclasses import asdict
-    from ..doctor import collect
+    from ..tools.doctor import collect
     model = next((c.model for c in configs or [] if getattr(c, "model", None)), None)
     rec = collect(model=model, generate=False)
     rec["configs"] = [asdict(c) for c in (configs or [])]

@@ -1,6 +1,6 @@
 """Timing-only runs: a synthetic model (random weights) measured on the real workloads' shape.
 
-A synthetic model (:mod:`labkit.synthetic`) has a real model's layers and heads but answers
+A synthetic model (:mod:`labkit.models.synthetic`) has a real model's layers and heads but answers
 with noise, so grading it would only measure noise. ``labkit bench --model synthetic:NAME``
 therefore sends a *fixed-length* workload instead:
 
@@ -33,8 +33,8 @@ NOT_GRADED = "not graded (synthetic weights)"
 
 def synthetic_model(model: str | None) -> str | None:
     """``model``'s synthetic name (``"llama-3.2-1b:q4_0"``) when it is a synthetic model (a
-    ``synthetic:`` name, or a file written by :mod:`labkit.synthetic`), else None."""
-    from ..models import describe
+    ``synthetic:`` name, or a file written by :mod:`labkit.models.synthetic`), else None."""
+    from ..models.files import describe
     return describe(model, with_hash=False).synthetic
 
 
@@ -81,7 +81,7 @@ def plan(workloads, model: str | None, slots, max_docs: int | None = None) -> li
     """The timing-only versions of ``workloads`` (names or objects) for ``model``, with at
     least one request per slot of the largest of ``slots``. :func:`labkit.bench.measure`
     sends them with their fixed answer length and ``ignore_eos`` (``runner.default_sampling``)."""
-    from ..models import resolve_model
+    from ..models.files import resolve_model
     path = str(resolve_model(model))
     wls = [load_workload(w) if isinstance(w, str) else w for w in workloads]
     if max_docs:

@@ -311,11 +311,11 @@ def generate(folder: str | os.PathLike | None = None, *, base_url: str | None = 
     same files.
     """
     if base_url is None:
-        from ..launch import ServerConfig, launch
+        from ..server.launch import ServerConfig, launch
         with launch(ServerConfig(n_ctx=2048, n_slots=1, model=model)) as srv:
             return generate(folder, base_url=srv.base_url, seed=seed, model=model)
 
-    from ..models import describe
+    from ..models.files import describe
     base = Path(folder) if folder else data_dir()
     (base / "workloads").mkdir(parents=True, exist_ok=True)
     prompt = Prompt.default()
@@ -379,11 +379,11 @@ def generate_zh(folder: str | os.PathLike | None = None, *, base_url: str | None
     (``chars``, ``text_tokens``), for the characters-per-token comparison with the English
     set in data/README.md."""
     if base_url is None:
-        from ..launch import ServerConfig, launch
+        from ..server.launch import ServerConfig, launch
         with launch(ServerConfig(n_ctx=2048, n_slots=1, model=model)) as srv:
             return generate_zh(folder, base_url=srv.base_url, seed=seed, model=model)
 
-    from ..models import describe
+    from ..models.files import describe
     base = Path(folder) if folder else data_dir()
     (base / "workloads").mkdir(parents=True, exist_ok=True)
     prompt = zh_prompt()
@@ -433,7 +433,7 @@ def token_stats(names=("short", "long", "short-zh", "long-zh"), model: str | Non
     """
     import pandas as pd
 
-    from ..tokens import tokenize
+    from ..engine.vocabulary import tokenize
     rows = []
     for name in names:
         texts = [d.text for d in load_workload(name).documents]

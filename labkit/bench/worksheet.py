@@ -146,7 +146,7 @@ def verdict_text(verdict: str, lang: str | None = None) -> str:
     """A worksheet's verdict ("pass", "fail: TTFT ok, all correct", with its note on ungraded
     answers) as people read it in ``lang`` (default: the language in use); the worksheet
     itself keeps the English words, which code and the classroom compare."""
-    from ..i18n import HEADINGS, language
+    from ..lang.i18n import HEADINGS, language
     if (lang or language()) != "zh-TW" or not isinstance(verdict, str):
         return verdict
     by_title = {title: HEADINGS.get(key, title) for key, title in TITLES.items()}
@@ -165,7 +165,7 @@ def verdict_text(verdict: str, lang: str | None = None) -> str:
 def value_text(value, lang: str | None = None):
     """A worksheet cell as people read it: the verdict, "not graded (...)" and the memory
     label in Chinese under zh-TW; anything else as it is."""
-    from ..i18n import language
+    from ..lang.i18n import language
     if (lang or language()) != "zh-TW" or not isinstance(value, str):
         return value
     if value.startswith("pass") or value.startswith("fail: "):
@@ -185,7 +185,7 @@ _VALUE_ZH = {
 
 
 def _register_values() -> None:
-    from ..i18n import VALUES
+    from ..lang.i18n import VALUES
     for column in ("verdict", "correct", "all_correct", "memory"):
         VALUES.setdefault(column, value_text)
 
@@ -196,7 +196,7 @@ _register_values()
 def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub-flavoured Markdown table, column titles from :data:`TITLES` (a column already
     renamed for display keeps its name); yes/no and the verdict in the language in use."""
-    from ..i18n import pick
+    from ..lang.i18n import pick
 
     def cell(v):
         if isinstance(v, (bool, np.bool_)):

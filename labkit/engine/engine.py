@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 
 import llama_cpp
 
-from .. import kv
+from ..models import kv
 from .config import EngineConfig
 from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
                      add_log_sink, chat_template, detokenize, eog_tokens,
@@ -60,7 +60,7 @@ log = logging.getLogger("labkit.engine")
 class Engine:
     """A llama.cpp slot server without the HTTP: submit token prompts, stream tokens back.
 
-    >>> from labkit.models import default_model_path
+    >>> from labkit.models.files import default_model_path
     >>> with Engine(EngineConfig(default_model_path(), n_ctx=2048, n_slots=2)) as eng:
     ...     h = eng.submit(eng.tokenize("Hello"), SamplingParams(max_tokens=4, temperature=0))
     ...     h.result().usage["completion_tokens"]
@@ -100,7 +100,7 @@ class Engine:
         planned = kv.slot_context(n_ctx, n_slots, unified, n_ctx_train=self.model.n_ctx_train,
                                   per_slot=cfg.kv_unified_per_slot)
         if (planned.n_ctx, planned.n_ctx_seq) != (self.ctx.n_ctx, self.ctx.n_ctx_seq):
-            log.warning("llama.cpp sized the context n_ctx=%d n_ctx_seq=%d, labkit.kv predicted "
+            log.warning("llama.cpp sized the context n_ctx=%d n_ctx_seq=%d, labkit.models.kv predicted "
                         "%d/%d; using llama.cpp's", self.ctx.n_ctx, self.ctx.n_ctx_seq,
                         planned.n_ctx, planned.n_ctx_seq)
         n_ctx_slot = min(self.ctx.n_ctx_seq, self.model.n_ctx_train or self.ctx.n_ctx_seq,

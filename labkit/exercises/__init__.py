@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..i18n import Both, pick, t, text
+from ..lang.i18n import Both, pick, t, text
 
 CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 
@@ -30,7 +30,7 @@ CLOSED, OPEN, CODE = "closed", "open", "code"     # a number or a word; explain 
 @dataclass(frozen=True)
 class Exercise:
     id: str
-    question: str | Both       # shown in the language in use (labkit.i18n.Both)
+    question: str | Both       # shown in the language in use (labkit.lang.i18n.Both)
     judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
     kind: str = CLOSED
     needs_model: bool = False     # the judge loads the model (the tests run it in the slow lane)
@@ -89,7 +89,7 @@ def open_question(id: str, question: str | Both, model_answer: str | Both,
     characters of Chinese are 15 words) is accepted and answered with the model answer and the
     rubric; with ``needs_number`` the answer must also quote a figure (one digit at least),
     because the question asks about the learner's own measurements. The model answer stays
-    hidden until then. Each text may be a :class:`labkit.i18n.Both`, shown in the language in
+    hidden until then. Each text may be a :class:`labkit.lang.i18n.Both`, shown in the language in
     use."""
     def judge(answer):
         if not isinstance(answer, str):
@@ -254,7 +254,7 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
     def shown(key, words):     # an option and two of its words, Chinese ones for a Chinese reader
         if not words:
             return key
-        from ..glossary import avoided
+        from ..lang.glossary import avoided
         cjk = [x for x in words if any("\u3400" <= ch <= "\u9fff" for ch in x) and not avoided(x)]
         return pick(f"{key} ({'/'.join(words[:2])})",
                     f"{key}（{'/'.join((cjk + list(words))[:2])}）")

@@ -3,8 +3,8 @@ machines' figures comparable."""
 
 from __future__ import annotations
 
-from .. import catalog, kv
-from ..i18n import Both, pick
+from ..models import catalog, kv
+from ..lang.i18n import Both, pick
 from . import as_number, as_word, choice, exercise, open_question
 
 # The embedded model's training context, from the catalogue (its file says the same).

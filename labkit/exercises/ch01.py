@@ -3,7 +3,7 @@ one step's cost by hand, and whether continuous batching needs PagedAttention.""
 
 from __future__ import annotations
 
-from ..i18n import Both, pick
+from ..lang.i18n import Both, pick
 from . import CODE, as_number, as_word, call, choice, exercise, open_question
 
 FIVE_PARTS = {
@@ -37,7 +37,7 @@ RESTAURANT_ZH = {
 def _parts() -> dict[str, tuple[str, ...]]:
     """Each part's accepted names, without the restaurant words (窗口 is the picture of a slot,
     not the llama.cpp part, so {"窗口": "窗口"} does not pass)."""
-    from ..glossary import lookup, options
+    from ..lang.glossary import lookup, options
     return {k.lower(): tuple(w for w in v if w != lookup(k).metaphor)
             + _ABBREVIATIONS.get(k.lower(), ())
             for k, v in options(*_ABBREVIATIONS).items()}

@@ -6,14 +6,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import CODE, LearnerCodeError, as_number, call, exercise, open_question
-from ..i18n import Both, pick
-from ..handbuilt import (chat_tokens, context, engine_run, first_difference, guarded_decode,
-                         pattern, schedule)
+from ..lang.i18n import Both, pick
+from ..lessons.handbuilt import chat_tokens, context, engine_run, first_difference, guarded_decode, pattern, schedule
 
 
 def decode_calls(prompt_lens, n_slots: int, answer_lens, n_batch: int = 2048) -> int:
     """How many llama_decode calls the engine's rules make for these lengths (see
-    :func:`labkit.handbuilt.schedule`)."""
+    :func:`labkit.lessons.handbuilt.schedule`)."""
     return len(schedule(list(prompt_lens), n_slots, answer_lens, n_batch))
 
 

@@ -3,8 +3,9 @@ unused cells under split and paged KV, and what a context holds in tokens of two
 
 from __future__ import annotations
 
-from .. import capacity, catalog, kv
-from ..i18n import Both, pick
+from ..costs import capacity
+from ..models import catalog, kv
+from ..lang.i18n import Both, pick
 from . import CODE, as_number, call, close, exercise, open_question
 
 SEED_8B = catalog.get("llama-3.1-8b")
@@ -33,7 +34,7 @@ def _q8(answer):
 
 
 def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
-    from ..models import describe
+    from ..models.files import describe
     return kv.kv_cache_bytes(describe(with_hash=False), n_ctx, kv_type) / 2**20
 
 

@@ -1,12 +1,12 @@
 """Notebook 04 (split vs unified): padding, the training cap, -np auto, reservations,
 --kv-unified-per-slot, -b versus -np, a pool that runs out, a function that sizes a slot, and
 a decision for a team. Every question, hint, model answer and rubric item in English and in
-Traditional Chinese (labkit.i18n.Both, pick)."""
+Traditional Chinese (labkit.lang.i18n.Both, pick)."""
 
 from __future__ import annotations
 
-from .. import catalog, kv
-from ..i18n import Both, pick
+from ..models import catalog, kv
+from ..lang.i18n import Both, pick
 from . import CODE, as_number, call, choice, exercise, open_question
 
 # The embedded model's training context, from the catalogue (its file says the same).

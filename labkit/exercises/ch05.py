@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..i18n import Both, pick
+from ..lang.i18n import Both, pick
 from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
 
 
@@ -96,7 +96,7 @@ SPEED_TOLERANCE = 0.10
                       "用你量到的記憶體頻寬，和一個解碼步驟要讀的位元組數，預測單一串流"
                       "（批次 1）的解碼 tok/s。"))
 def _speed(answer):
-    from ..roofline import machine, model_cost
+    from ..costs.roofline import machine, model_cost
     v = as_number(answer)
     m, c = machine(), model_cost()
     want = m.bandwidth / c.weight_bytes
@@ -257,7 +257,7 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
                       "寫出 timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens)：送出一個"
                       "串流的聊天請求，用工作表的方式替它計時。"), kind=CODE)
 def _timer(fn):
-    from ..stream_stub import Script, ScriptedServer
+    from ..lessons.scripted_server import Script, ScriptedServer
     script = Script.default()
     for attempt in range(2):
         with ScriptedServer(script) as srv:

@@ -3,7 +3,7 @@ tasks, the prefix cache, and what your own on/off timelines say."""
 
 from __future__ import annotations
 
-from ..i18n import Both, pick
+from ..lang.i18n import Both, pick
 from . import as_number, choice, exercise, open_question
 
 

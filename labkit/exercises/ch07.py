@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..i18n import Both, pick
+from ..lang.i18n import Both, pick
 from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
 
 # The policies by the names the notebook, the seed article (001_027e2139b87c0d3a.txt) and the

@@ -3,7 +3,7 @@ instance that is always up, a day's plot, a chat's KV memory, and rent or buy fo
 
 from __future__ import annotations
 
-from ..i18n import Both, pick
+from ..lang.i18n import Both, pick
 from . import as_number, choice, exercise, open_question
 
 

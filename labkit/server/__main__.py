@@ -22,7 +22,7 @@ import sys
 import threading
 
 from .. import settings
-from ..models import describe, resolve_model
+from ..models.files import describe, resolve_model
 from .args import parse_args
 
 log = logging.getLogger("labkit.server")

@@ -16,7 +16,7 @@ import sys
 import threading
 
 from .. import settings
-from ..models import resolve_model
+from ..models.files import resolve_model
 from .args import parse_args
 
 _FLASH_ATTN = {"on": "LLAMA_FLASH_ATTN_TYPE_ENABLED", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",

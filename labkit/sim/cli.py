@@ -59,7 +59,7 @@ def _resolve_kv(spec, slots):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..i18n import pick as _
+    from ..lang.i18n import pick as _
     p = argparse.ArgumentParser(prog="labkit sim",
                                 description=_(__doc__.splitlines()[0],
                                               "``labkit sim`` / ``python -m labkit.sim``：在同一個"
@@ -153,7 +153,7 @@ def _variants(a) -> dict:
 
 
 def main(argv=None) -> int:
-    from ..i18n import language, show as shown, t
+    from ..lang.i18n import language, show as shown, t
     a = build_parser().parse_args(argv)
     try:
         cost = cost_mod.preset(a.cost)

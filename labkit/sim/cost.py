@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import catalog
+from ..models import catalog
 
 
 #: The coefficients, in the order StepCost takes them.
@@ -154,7 +154,7 @@ class Hardware:
 class ModelSpec:
     """What the cost depends on: parameter count, weight bytes, KV bytes per token.
 
-    Built from a :mod:`labkit.catalog` shape with :meth:`from_catalog`; every field
+    Built from a :mod:`labkit.models.catalog` shape with :meth:`from_catalog`; every field
     can be changed with :func:`dataclasses.replace` (a measured file size, say).
     """
 
@@ -194,7 +194,7 @@ HARDWARE: dict[str, Hardware] = {
                     overhead_per_layer_s=10e-6),
 }
 
-#: Models, from the catalogue (shapes and parameter counts: :mod:`labkit.catalog`;
+#: Models, from the catalogue (shapes and parameter counts: :mod:`labkit.models.catalog`;
 #: weight bytes estimated from the quantization's bits per weight). KV cache in f16.
 MODELS: dict[str, ModelSpec] = {
     "8b-q4": ModelSpec.from_catalog("llama-3.1-8b", "q4_k_m"),

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 
-from ..kv import slot_context
+from ..models.kv import slot_context
 
 INF = math.inf
 
@@ -155,7 +155,7 @@ class SplitKV(KVModel):
 
         n_ctx is padded to a multiple of 256, each slot gets
         pad256(n_ctx / n_slots) cells, capped by the model's training context
-        (:func:`labkit.kv.slot_context`, the same rule the capacity calculator uses).
+        (:func:`labkit.models.kv.slot_context`, the same rule the capacity calculator uses).
         ``-c 16384 -np 4`` gives 4096 cells per slot.
         """
         return cls(slot_context(n_ctx, n_slots, False, n_ctx_train=n_ctx_train).n_ctx_slot)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..fonts import label as _L
+from ..lang.fonts import label as _L
 
 COLORS = {"prefill": "#e6862a", "decode": "#3a76c4", "idle": "#e8e8e8", "held": "#c9c9c9"}
 
@@ -33,7 +33,7 @@ METRIC_NAMES = {"ttft": "首字等待 TTFT", "e2e": "端到端延遲 e2e", "tpot
 
 def _metric(name: str) -> str:
     """A metric's (column's) name on an axis: English as the program writes it, or Chinese."""
-    from ..i18n import HEADINGS
+    from ..lang.i18n import HEADINGS
     english = name.replace("_", " ")
     if name in METRIC_NAMES:
         return _L(english, METRIC_NAMES[name])

@@ -7,7 +7,7 @@ starves shows a line climbing through the limit for as long as the overload last
 
 from __future__ import annotations
 
-from ..fonts import label as _L
+from ..lang.fonts import label as _L
 from .experiments import LONG_TOKENS, STARVATION_BOUND_S, waits
 
 COLORS = ("#3a76c4", "#b04a3a", "#d08c2c", "#4a9a5a", "#7a5ab0", "#666666")

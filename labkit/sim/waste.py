@@ -139,7 +139,7 @@ def plot(table, ax=None):
         _, ax = plt.subplots(figsize=(10, 2.8))
     y = np.arange(len(table))[::-1]
     left = np.zeros(len(table))
-    from ..fonts import label as _L
+    from ..lang.fonts import label as _L
     for col, color, label in (("tokens", "#3a76c4", _L("holding tokens", "存放 token")),
                               ("reserved_unused", "#e6862a", _L("reserved, unused", "已保留、未使用")),
                               ("free", "#dddddd", _L("free", "空閒"))):

@@ -1,6 +1,6 @@
 """Answers to the exercises of 00_setup.ipynb."""
 
-from labkit import kv
+from labkit.notebook import kv
 
 # 0.1: only a hash of the bytes proves two files are the same; names and sizes can coincide.
 answer_0_1 = "sha256"           # the field's name as the recipe spells it, in either edition

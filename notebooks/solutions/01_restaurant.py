@@ -1,7 +1,7 @@
 """Answers to the exercises of 01_restaurant.ipynb."""
 
-from labkit import sim
-from labkit.sim import experiments
+from labkit.notebook import sim
+from labkit.notebook import experiments
 
 # 1.1: the five parts, restaurant word -> llama.cpp part. In Chinese, with seed 000's words as
 # keys, the same answer reads {"正在辦的單": "請求", "窗口": "槽位", "桌面": "上下文",

@@ -1,7 +1,8 @@
 """Answers to the exercises of 03_kv_bytes.ipynb."""
 
-from labkit import capacity, kv
-from labkit.models import describe
+from labkit.notebook import capacity
+from labkit.notebook import kv
+from labkit.notebook import describe
 
 # 3.1: 2 x 32 x 8 x 128 values per token, 34 bytes per 32 values in q8_0.
 answer_3_1 = kv.bytes_per_token(32, 8, 128, "q8_0")

@@ -1,6 +1,6 @@
 """Answers to the exercises of 04_split_vs_unified.ipynb."""
 
-from labkit import kv
+from labkit.notebook import kv
 
 # 4.1: llama.cpp allocates 16384 cells for the one sequence, but the slot is capped at n_ctx_train.
 answer_4_1 = kv.slot_context(16384, 1, False, n_ctx_train=8192).n_ctx_slot

@@ -1,6 +1,6 @@
 """Answers to the exercises of 05_slots_live.ipynb."""
 
-from labkit import roofline
+from labkit.notebook import roofline
 
 # 5.1: 12 answers x 64 tokens = 768 tokens in 8 seconds of wall time.
 answer_5_1 = 12 * 64 / 8

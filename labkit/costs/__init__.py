@@ -1,0 +1,2 @@
+"""What serving costs: the roofline (`roofline`), the capacity calculator (`capacity`) and the
+planners that read results (`planning`)."""

@@ -1,0 +1,243 @@
+"""The workbook's two editions: each notebook in ``notebooks/`` has a Traditional Chinese
+twin in ``notebooks/zh-TW/`` with the same cells in the same order. Code cells are equal,
+character for character, except the language line of the first code cell::
+
+    nb.use_language("en")      # 語言 language: "en" | "zh-TW"
+
+which says ``"zh-TW"`` in the Chinese edition. Markdown cells are the prose, one Chinese cell
+for each English one.
+
+How to keep them in step: edit the English notebook's code (or the Chinese one's, then copy
+it back by hand), then run ::
+
+    python -m labkit.lang.editions sync      # copy every code cell from English to Chinese
+    python -m labkit.lang.editions sync 03   # the same for one notebook
+    python -m labkit.lang.editions check     # what differs, cell by cell (tests/test_editions.py)
+
+``sync`` copies code cells and cell tags from each English notebook into its twin and keeps
+the twin's Chinese prose, matching cells by their id (a twin's cell has its English cell's). A cell
+added to the English edition arrives in the Chinese one with its English prose under a
+``<!-- translate -->`` mark, which the check reports until someone translates it; a cell
+removed from the English edition is removed from the twin. A twin that does not exist yet is
+created the same way, all of its prose marked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2] / "notebooks"
+TWIN_DIR = "zh-TW"
+LANGUAGE_LINE = re.compile(r'^nb\.use_language\("(?P<lang>[^"]*)"\)', re.M)
+TRANSLATE_MARK = "<!-- translate -->"
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def english_notebooks(root: Path = ROOT) -> list[Path]:
+    return sorted(root.glob("*.ipynb"))
+
+
+def twin(path: Path) -> Path:
+    """The Chinese edition of the English notebook ``path``."""
+    return path.parent / TWIN_DIR / path.name
+
+
+def _neutral(source: str) -> str:
+    """The code with its language line's language taken out."""
+    return LANGUAGE_LINE.sub('nb.use_language("…")', source)
+
+
+def _with_language(source: str, language: str) -> str:
+    return LANGUAGE_LINE.sub(f'nb.use_language("{language}")', source)
+
+
+def language_of(nb) -> list[str]:
+    """The languages named by the notebook's language lines, in order."""
+    return [m["lang"] for c in nb.cells if c.cell_type == "code"
+            for m in LANGUAGE_LINE.finditer(c.source)]
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.metadata.get("tags", []))
+
+
+def _fresh(cell, language: str):
+    """A copy of the English ``cell`` for the Chinese edition, with the same id: code with its
+    language line set, prose marked for translation."""
+    if cell.cell_type == "code":
+        new = nbformat.v4.new_code_cell(_with_language(cell.source, language))
+    elif cell.cell_type == "markdown":
+        new = nbformat.v4.new_markdown_cell(f"{TRANSLATE_MARK}\n{cell.source}")
+    else:
+        new = nbformat.v4.new_raw_cell(cell.source)
+    new["id"] = cell["id"]
+    if _tags(cell):
+        new.metadata["tags"] = _tags(cell)
+    return new
+
+
+def synced(english, chinese=None, language: str = "zh-TW"):
+    """The Chinese notebook with every code cell and tag taken from ``english`` and the prose
+    of ``chinese`` kept: cells are matched by their id, which a twin's cell shares with its
+    English cell."""
+    out = nbformat.v4.new_notebook()
+    out.metadata = dict(english.metadata)
+    prose = {c["id"]: c for c in (chinese.cells if chinese is not None else [])
+             if c.cell_type != "code"}
+    cells = []
+    for en in english.cells:
+        zh = prose.get(en["id"])
+        if zh is None or zh.cell_type != en.cell_type:
+            cells.append(_fresh(en, language))
+            continue
+        new = nbformat.v4.new_markdown_cell(zh.source) if zh.cell_type == "markdown" \
+            else nbformat.v4.new_raw_cell(zh.source)
+        new["id"] = en["id"]
+        if _tags(en):
+            new.metadata["tags"] = _tags(en)
+        cells.append(new)
+    out.cells = cells
+    return out
+
+
+# ---------------------------------------------------------------------------- the check
+
+SKIP_IN_PROSE = [
+    re.compile(r"```.*?```", re.S),            # code blocks
+    re.compile(r"`[^`]*`"),                    # code spans
+    re.compile(r"<!--.*?-->", re.S),           # comments
+    re.compile(r"\]\([^)]*\)"),                # link targets
+    re.compile(r"https?://\S+"),               # bare addresses
+    re.compile(r"\$[^$]*\$"),                  # formulas
+    re.compile(r"<[^>]+>"),                    # HTML tags
+    re.compile(r"(?<![*\w])\*(?!\*)[^*\n]+\*(?!\*)"),  # *a title in italics* (a paper's)
+]
+# Five English words in a row, outside code, formulas and links: a sentence left untranslated.
+ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){4,}")
+
+
+def english_runs(markdown: str) -> list[str]:
+    """Runs of five or more English words in a Chinese cell's prose, outside code, formulas,
+    links and titles in italics; lines with a web address (a reference) are left out."""
+    text = "\n".join(line for line in markdown.splitlines()
+                     if "http://" not in line and "https://" not in line)
+    for pattern in SKIP_IN_PROSE:
+        text = pattern.sub(" ", text)
+    return [m.group(0) for m in ENGLISH_RUN.finditer(text)]
+
+
+def differences(english, chinese, language: str = "zh-TW") -> list[str]:
+    """Where the two editions are out of step, one line each (empty when they agree):
+    cell count, types, tags, code, and the language lines."""
+    out = []
+    if language_of(english) != ["en"]:
+        out.append(f'English edition: one language line nb.use_language("en") expected, '
+                   f"found {language_of(english)}")
+    if language_of(chinese) != [language]:
+        out.append(f'{language} edition: one language line nb.use_language("{language}") '
+                   f"expected, found {language_of(chinese)}")
+    if len(english.cells) != len(chinese.cells):
+        out.append(f"{len(english.cells)} cells in English, {len(chinese.cells)} in {language}")
+    for i, (en, zh) in enumerate(zip(english.cells, chinese.cells)):
+        if en.cell_type != zh.cell_type or en.get("id") != zh.get("id"):
+            out.append(f"cell {i}: {en.cell_type} {en.get('id')} in English, {zh.cell_type} "
+                       f"{zh.get('id')} in {language}")
+            continue
+        if _tags(en) != _tags(zh):
+            out.append(f"cell {i}: tags {_tags(en)} in English, {_tags(zh)} in {language}")
+        if en.cell_type == "code" and _neutral(en.source) != _neutral(zh.source):
+            diff = difflib.unified_diff(_neutral(en.source).splitlines(),
+                                        _neutral(zh.source).splitlines(), "English", language,
+                                        lineterm="", n=0)
+            out.append(f"cell {i}: code differs\n  " + "\n  ".join(list(diff)[2:]))
+    return out
+
+
+def untranslated(chinese) -> list[str]:
+    """Prose cells of the Chinese edition that are not (yet) Chinese: marked for translation,
+    without a Chinese character, or with an English sentence left in them."""
+    out = []
+    for i, cell in enumerate(chinese.cells):
+        if cell.cell_type != "markdown":
+            continue
+        lines = [l for l in cell.source.splitlines() if l.strip() and l.strip() != TRANSLATE_MARK]
+        first = lines[0][:60] if lines else ""
+        if TRANSLATE_MARK in cell.source:
+            out.append(f"cell {i}: marked {TRANSLATE_MARK}: {first}")
+        elif not CJK.search(cell.source):
+            out.append(f"cell {i}: no Chinese: {first}")
+        else:
+            out.extend(f"cell {i}: English left: {run!r}" for run in english_runs(cell.source))
+    return out
+
+
+def read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def write(nb, path: Path) -> None:
+    for cell in nb.cells:                     # notebooks are kept without outputs
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def sync(root: Path = ROOT, names: list[str] | None = None) -> list[Path]:
+    """Bring every Chinese edition (or those of the notebooks ``names``, "03_kv_bytes" or
+    "03") in step with its English notebook; the files changed."""
+    changed = []
+    for en_path in english_notebooks(root):
+        if names and not any(en_path.stem.startswith(n) for n in names):
+            continue
+        zh_path = twin(en_path)
+        english = read(en_path)
+        chinese = read(zh_path) if zh_path.exists() else None
+        new = synced(english, chinese)
+        if chinese is None or nbformat.writes(new) != nbformat.writes(chinese):
+            write(new, zh_path)
+            changed.append(zh_path)
+    return changed
+
+
+def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[str]]:
+    """For each notebook (or those named): how its two editions differ and what is left to
+    translate."""
+    out = {}
+    for en_path in english_notebooks(root):
+        if names and not any(en_path.stem.startswith(n) for n in names):
+            continue
+        zh_path = twin(en_path)
+        if not zh_path.exists():
+            out[en_path.name] = [f"no {TWIN_DIR} edition: run python -m labkit.lang.editions sync"]
+            continue
+        chinese = read(zh_path)
+        out[en_path.name] = differences(read(en_path), chinese) + untranslated(chinese)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["sync"]:
+        for path in sync(names=argv[1:]):
+            print(f"updated {path}")
+        argv = ["check", *argv[1:]]
+    if argv[:1] != ["check"]:
+        print("usage: python -m labkit.lang.editions sync [NN ...] | check [NN ...]", file=sys.stderr)
+        return 2
+    problems = report(names=argv[1:])
+    for name, lines in problems.items():
+        for line in lines:
+            print(f"{name}: {line}")
+    bad = sum(len(v) for v in problems.values())
+    print(f"{len(problems)} notebooks, {bad} difference(s) or untranslated cell(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

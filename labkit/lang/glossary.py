@@ -1,0 +1,343 @@
+"""The workbook's shared vocabulary, in English and in Traditional Chinese as written in Taiwan.
+
+Each term has four names and a meaning:
+
+- ``english``: the term as the notebooks write it;
+- ``chinese``: the standard technical term a Taiwanese engineer writes (請求, 槽位, KV 快取);
+- ``metaphor``: the seed articles' picture of it, where they give one (窗口, 桌面, 已讀筆記,
+  每輪換桌名單 from 000_7ca7d4cd839f7038.txt; the bus of 001_027e2139b87c0d3a.txt), else "";
+- ``restaurant``: the same picture in English;
+- ``engineer``: what it is in llama.cpp terms.
+
+``aliases`` holds the other words a reader may use for it, in either language. Notebooks show
+the table with :func:`table`; docs/GLOSSARY.md is generated from :func:`markdown` (a test keeps
+the two identical). :func:`lookup` finds a term by any of its names; :func:`words` and
+:func:`options` give exercise checks the accepted answers in both languages::
+
+    >>> lookup("連續批次").english
+    'continuous batching'
+    >>> choice(answer, options("fifo", "sjf"))        # labkit.exercises.choice
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    chinese: str
+    metaphor: str
+    restaurant: str
+    engineer: str
+    aliases: tuple[str, ...] = ()
+
+    def restaurant_in(self, lang: str = "en") -> str:
+        """The restaurant picture in ``lang`` ("en" or "zh-TW")."""
+        return IN_CHINESE[self.english][0] if lang == "zh-TW" else self.restaurant
+
+    def engineer_in(self, lang: str = "en") -> str:
+        """The engineer's meaning in ``lang`` ("en" or "zh-TW")."""
+        return IN_CHINESE[self.english][1] if lang == "zh-TW" else self.engineer
+
+    def names(self) -> tuple[str, ...]:
+        """Every name of the term, English first, no repeats, empty ones left out."""
+        seen: list[str] = []
+        for w in (self.english, self.chinese, self.metaphor, *self.aliases):
+            if w and w not in seen:
+                seen.append(w)
+        return tuple(seen)
+
+
+TERMS: list[Term] = [
+    # ---- the five parts (seed 000, section 一)
+    Term("request", "請求", "正在辦的單", "one guest's order",
+         "one call to the model: a prompt in, tokens out; an agent task may make many",
+         ("requests", "req")),
+    Term("slot", "槽位", "窗口", "a table",
+         "a sequence position the server works on at once (llama-server -np; a sequence id)",
+         ("slots", "槽", "sequence", "序列", "n_slots")),
+    Term("context", "上下文", "桌面", "the table top",
+         "the tokens one sequence may hold, prompt and generated together (n_ctx_slot)",
+         ("ctx", "context window", "上下文長度", "n_ctx_slot", "n ctx slot")),
+    Term("KV cache", "KV 快取", "已讀筆記", "the notes kept about each order",
+         "keys and values of every past token, per layer, reused at each decode step",
+         ("kv", "kvcache", "KV 快取記憶體", "KV Cache")),
+    Term("continuous batching", "連續批次", "每輪換桌名單", "refilling tables at every step",
+         "iteration-level scheduling: sequences join and leave the batch between decode steps",
+         ("continuous", "cont batching", "--cont-batching", "連續批處理", "迭代層級調度",
+          "iteration-level scheduling")),
+    # ---- the two phases and what a learner measures
+    Term("prefill", "預填", "先讀提示", "reading the order",
+         "processing the prompt tokens, many per step; sets the time to first token",
+         ("prompt processing", "預填充", "提示處理")),
+    Term("decode", "解碼", "逐步生成", "cooking one bite at a time",
+         "generating one token per sequence per step; reads all weights once per step",
+         ("decoding", "decode step", "解碼步驟", "生成")),
+    Term("token", "詞元", "", "a bite",
+         "the model's unit of text; not a character: one Chinese character is often one token "
+         "or more", ("tokens", "Token")),
+    Term("TTFT", "首個 token 延遲", "首字等待", "waiting for the first bite",
+         "time to first token: from sending the request to its first visible text",
+         ("time to first token", "first token latency", "首 token 延遲", "首字延遲", "首字時間")),
+    Term("throughput", "吞吐", "", "meals served per hour",
+         "output tokens per second summed over all requests", ("吞吐量", "tok/s", "tokens/s")),
+    Term("latency", "延遲", "", "how long one guest waits",
+         "the time one request takes, end to end (or to its first token: TTFT)",
+         ("延遲時間", "e2e latency", "end-to-end latency")),
+    Term("in-flight requests", "在途請求數", "在途數", "guests ordering at the same time",
+         "how many requests the client keeps outstanding (closed loop)",
+         ("in flight", "in-flight", "outstanding requests", "concurrency", "並發數", "在途請求")),
+    Term("usable concurrency", "可用並行數", "三關一起過", "how many tables really serve well",
+         "the largest in-flight count that passes the three gates",
+         ("可用並行", "usable parallelism")),
+    Term("three gates", "三關", "", "the dish fits the table, comes in time, and is right",
+         "usable concurrency = fits the context AND acceptable wait AND correct answers",
+         ("3 gates", "三道關卡")),
+    # ---- KV layouts (seed 000, section 二)
+    Term("split KV", "分割 KV", "", "each table gets a fixed share of the table top",
+         "n_ctx_seq = n_ctx / n_slots (padded to 256); --no-kv-unified",
+         ("split", "--no-kv-unified", "分割", "分割配置", "分割 KV 配置")),
+    Term("unified KV", "統一 KV", "", "one long shared table top",
+         "all sequences share one pool of n_ctx cells; --kv-unified",
+         ("unified", "--kv-unified", "共用 KV 池", "共同容量池", "共用桌", "unified kv cache")),
+    Term("PagedAttention", "分頁注意力", "", "notes on loose pages instead of a reserved notebook",
+         "KV stored in fixed-size blocks allocated on demand (vLLM)",
+         ("paged attention", "pagedattention", "paging", "分頁")),
+    Term("prefix cache", "前綴快取", "前綴重用", "keeping the notes of a set menu everyone orders first",
+         "reusing the KV of a shared prompt prefix (cache_prompt)",
+         ("prefix caching", "prefix reuse", "cache_prompt", "prompt cache", "提示快取")),
+    # ---- batching (seed 001)
+    Term("static batching", "靜態批次", "到終點才一起下車的巴士",
+         "a bus that leaves full and lets everyone off at the end",
+         "collect N requests, run them all to completion", ("static", "靜態批處理")),
+    Term("dynamic batching", "動態批次", "隨時上車、仍要等全車到站的巴士",
+         "a bus that leaves when full or after a wait",
+         "max batch size plus max wait; each batch still runs to completion",
+         ("dynamic", "動態批處理")),
+    Term("batch size", "批次大小", "", "how many orders the kitchen cooks in one round",
+         "how much one step processes: sequences for vLLM (max_num_seqs), tokens per "
+         "llama_decode call for llama.cpp (-b, n_batch), which is not the slot count",
+         ("batch", "批次", "max batch size", "最大批次大小", "n_batch", "max_num_seqs")),
+    Term("microbatch", "微批次", "", "one pan of a big order",
+         "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch)",
+         ("micro-batch", "ubatch", "n_ubatch", "微批")),
+    Term("step", "步驟", "", "one round of the kitchen",
+         "one forward pass of the model over the current batch (one llama_decode call)",
+         ("iteration", "迭代", "decode iteration", "一步")),
+    # ---- scheduling (seed 001, section 五: the policies by the names it gives them)
+    Term("scheduling policy", "調度策略", "", "who is seated next",
+         "the rule that picks which waiting requests join the batch at each step",
+         ("scheduler", "scheduling", "policy", "調度", "排程策略", "排程")),
+    Term("FIFO", "先來先服務", "", "seated in order of arrival",
+         "serve requests in arrival order; fair and simple, a long request holds up short ones",
+         ("fifo", "fcfs", "first come first served", "first in first out", "先進先出",
+          "先到先服務")),
+    Term("SJF", "最短作業優先", "", "the quick orders first",
+         "serve the request with the shortest expected output first; lowest mean latency, "
+         "a long request may wait for ever",
+         ("sjf", "shortest job first", "shortest first", "短作業優先", "短工作優先")),
+    Term("priority", "優先級", "", "regulars first",
+         "serve higher-priority requests first; low-priority ones may starve",
+         ("priority scheduling", "priority first", "優先級調度", "優先權", "優先順序")),
+    Term("fair share", "公平分享", "", "every party gets its share of the kitchen",
+         "balance service per user or per request (e.g. the Virtual Token Counter, VTC)",
+         ("fair", "fair sharing", "fairshare", "vtc", "virtual token counter", "公平分配",
+          "公平共享")),
+    Term("hybrid", "混合", "", "regulars first, but nobody waits too long",
+         "priority first, then waiting time (aging), so no request starves",
+         ("hybrid policy", "mixed", "混合策略")),
+    Term("queue depth", "佇列深度", "", "guests waiting at the door",
+         "requests waiting for a slot; steadily above zero means the server is saturated",
+         ("queue length", "queue", "佇列長度", "佇列", "排隊長度", "排隊")),
+    Term("saturation", "飽和", "", "every table taken and a line at the door",
+         "the load past which more requests only lengthen the queue, not the throughput",
+         ("saturated", "飽和點", "已飽和")),
+    Term("preemption", "搶占", "", "asking a guest to give up the table for a while",
+         "pausing a running request (its KV freed or swapped) to make room for another",
+         ("preempt", "preempted", "搶佔", "先佔")),
+    Term("starvation", "餓死", "", "a guest who is never seated",
+         "a request that waits for ever because others keep being chosen first",
+         ("starve", "starved", "starves", "飢餓")),
+    # ---- the benchmark (labkit bench)
+    Term("worksheet", "工作表", "", "the kitchen's log book",
+         "one row per configuration: throughput, TTFT, errors, correct answers, memory",
+         ("紀錄表",)),
+    Term("answer key", "答案本", "", "the recipe the dish is checked against",
+         "the expected id, owner and deadline of every test document", ("標準答案", "答案")),
+    Term("warm-up", "暖機", "", "heating the stove before service",
+         "an unscored first request so one-time costs don't land in the measurement",
+         ("warmup", "warm up", "預熱")),
+    Term("sampled peak", "取樣峰值", "", "the busiest moment someone happened to look",
+         "the highest memory reading of a 200 ms sampler; brief spikes can be missed",
+         ("peak", "峰值")),
+]
+
+
+# The restaurant picture and the engineer's meaning of every term, in Chinese (the Chinese
+# edition's glossary table and docs/GLOSSARY.md show them beside the English).
+IN_CHINESE: dict[str, tuple[str, str]] = {
+    "request": ("一位客人點的一張單",
+                "對模型的一次呼叫：送進提示、拿回 token；一個代理任務可能發出很多次"),
+    "slot": ("一張桌子",
+             "伺服器同時處理的一個序列位置（llama-server 的 -np；一個序列 id）"),
+    "context": ("桌面",
+                "一個序列能容納的 token，提示和生成的合計（n_ctx_slot）"),
+    "KV cache": ("為每張單記下的筆記",
+                 "每個已處理 token 在每一層的鍵（key）與值（value），每個解碼步驟都會重複讀取"),
+    "continuous batching": ("每一輪都重新安排入座的桌子",
+                            "迭代層級調度：序列在兩個解碼步驟之間加入或離開批次"),
+    "prefill": ("先把點單讀完",
+                "處理提示的 token，一步處理很多個；決定首字等待時間"),
+    "decode": ("一口一口地做菜",
+               "每一步為每個序列生成一個 token；每一步都把全部權重讀過一次"),
+    "token": ("一口", "模型處理文字的單位；不等於字元：一個中文字常是一個或更多個 token"),
+    "TTFT": ("等第一口菜上桌", "首個 token 延遲：從送出請求到看見第一段文字的時間"),
+    "throughput": ("每小時出了幾道菜", "所有請求合計每秒輸出的 token 數"),
+    "latency": ("一位客人等了多久", "一個請求從頭到尾花的時間（或到第一個 token：TTFT）"),
+    "in-flight requests": ("同時在點餐的客人", "用戶端同時保持未完成的請求數（封閉迴路）"),
+    "usable concurrency": ("真正能好好服務的桌數", "通過三關的最大在途請求數"),
+    "three gates": ("菜放得上桌、準時上菜、而且做對",
+                    "可用並行數 = 放得進上下文、等待可以接受、答案正確，三者同時成立"),
+    "split KV": ("每張桌子分到固定的一塊桌面",
+                 "n_ctx_seq = n_ctx / n_slots（補齊到 256 的倍數）；--no-kv-unified"),
+    "unified KV": ("一張大家共用的長桌", "所有序列共用一個 n_ctx 格的池；--kv-unified"),
+    "PagedAttention": ("筆記寫在活頁紙上，不預留整本筆記本",
+                       "KV 存在固定大小的區塊裡，用到才配置（vLLM）"),
+    "prefix cache": ("大家都先點的套餐，筆記先留著",
+                     "重用共同提示前綴的 KV（cache_prompt）"),
+    "static batching": ("坐滿才開、到終點才讓大家一起下車的巴士",
+                        "湊滿 N 個請求，全部跑完才結束這一批"),
+    "dynamic batching": ("坐滿或等夠久就開的巴士",
+                         "最大批次大小加上最長等待時間；每一批仍要跑完才結束"),
+    "batch size": ("廚房一輪煮幾份單",
+                   "一步處理多少：vLLM 指序列數（max_num_seqs），llama.cpp 指一次 llama_decode "
+                   "的 token 數（-b，n_batch），不是槽位數"),
+    "microbatch": ("一大份單裡的一鍋", "一個邏輯批次為了一次計算切出的實體區塊（-ub，n_ubatch）"),
+    "step": ("廚房的一輪", "模型對目前批次做一次前向計算（一次 llama_decode 呼叫）"),
+    "scheduling policy": ("下一位讓誰入座", "每一步決定哪些等待中的請求加入批次的規則"),
+    "FIFO": ("照到達的順序入座", "依到達順序服務；公平又簡單，但一個長請求會擋住短的"),
+    "SJF": ("快的單先做", "先服務預期輸出最短的請求；平均延遲最低，長請求可能永遠等下去"),
+    "priority": ("熟客優先", "先服務優先級高的請求；優先級低的可能餓死"),
+    "fair share": ("每一桌客人都分到廚房的一份力氣",
+                   "依使用者或請求平衡服務量（例如虛擬 token 計數器 VTC）"),
+    "hybrid": ("熟客優先，但沒有人等太久", "先看優先級，再看等待時間（老化），所以沒有請求會餓死"),
+    "queue depth": ("門口排隊的客人", "等待槽位的請求數；持續大於零表示伺服器已飽和"),
+    "saturation": ("桌桌客滿，門口還排了隊", "超過這個負載，再多的請求只會拉長佇列，吞吐不再增加"),
+    "preemption": ("請一位客人暫時讓出桌子", "暫停一個執行中的請求（釋放或換出它的 KV），騰出空間給另一個"),
+    "starvation": ("永遠等不到位子的客人", "因為別人總是先被選中，一個請求一直等下去"),
+    "worksheet": ("廚房的紀錄本", "每個配置一列：吞吐、首字等待、錯誤、答對數、記憶體"),
+    "answer key": ("用來對照菜做得對不對的食譜", "每份測試文件應有的 id、負責人和截止日"),
+    "warm-up": ("營業前先熱爐子", "一個不計分的第一個請求，讓一次性的成本不算進測量"),
+    "sampled peak": ("剛好有人看到的最忙時刻", "每 200 ms 取樣一次的記憶體最高讀數；短暫的尖峰可能漏掉"),
+}
+
+
+# Words the Chinese edition does not write, and the glossary's word instead: other names for
+# the policies than seed 001's, and terms written differently outside Taiwan. A test reads the
+# zh-TW notebooks and labkit's Chinese messages for them.
+AVOID: dict[str, str] = {
+    "先到先服務": "先來先服務", "短工作優先": "最短作業優先", "短作業優先": "最短作業優先",
+    "優先權": "優先級", "公平分配": "公平分享", "搶佔": "搶占", "飢餓": "餓死",
+    "緩存": "快取", "內存": "記憶體", "顯存": "GPU 記憶體", "默認": "預設", "線程": "執行緒",
+    "進程": "行程", "服務器": "伺服器", "數據": "資料", "質量": "品質",
+    "信息": "訊息", "網絡": "網路", "軟件": "軟體", "硬件": "硬體", "文檔": "文件",
+    "調用": "呼叫", "接口": "介面", "模塊": "模組", "併發": "並行", "並發": "並行",
+    "批處理": "批次處理", "令牌": "token", "運行": "執行", "視頻": "影片", "字符": "字元",
+    "代碼": "程式碼", "源碼": "原始碼", "變量": "變數", "函數": "函式", "客戶端": "用戶端",
+}
+
+
+
+def avoided(text: str) -> dict[str, str]:
+    """``{word: the glossary's word}`` for every word of :data:`AVOID` in ``text`` (an
+    occurrence inside the right word, 短作業優先 in 最短作業優先, does not count)."""
+    found = {}
+    for wrong, right in AVOID.items():
+        start = text.find(wrong)
+        while start >= 0:
+            covered = any(text[i:i + len(right)] == right and i <= start
+                          and start + len(wrong) <= i + len(right)
+                          for i in range(max(0, start - len(right)), start + 1))
+            if not covered:
+                found[wrong] = right
+                break
+            start = text.find(wrong, start + 1)
+    return found
+
+
+def _key(word: str) -> str:
+    """How names are compared: lower case, no spaces, hyphens or underscores."""
+    return "".join(word.strip().lower().replace("-", " ").replace("_", " ").split())
+
+
+def _index() -> dict[str, Term]:
+    index: dict[str, Term] = {}
+    for t in TERMS:
+        for w in t.names():
+            index.setdefault(_key(w), t)
+    return index
+
+
+_INDEX = _index()
+
+
+def lookup(word: str) -> Term:
+    """Find a term by any of its names: English, Chinese, the seeds' metaphor or an alias
+    (case, spaces, hyphens and underscores do not matter)."""
+    t = _INDEX.get(_key(word))
+    if t is None:
+        raise KeyError(f"{word!r} is not in the glossary; known: "
+                       f"{', '.join(t.english for t in TERMS)}")
+    return t
+
+
+def words(term: str) -> tuple[str, ...]:
+    """Every accepted word for ``term`` (any of its names), English and Traditional Chinese:
+    what an exercise check passes to :func:`labkit.exercises.choice`."""
+    return lookup(term).names()
+
+
+def options(*terms: str) -> dict[str, tuple[str, ...]]:
+    """``{english: words}`` for these terms, the argument :func:`labkit.exercises.choice`
+    takes: ``choice(answer, options("fifo", "sjf"))`` returns "FIFO" or "SJF"."""
+    return {lookup(t).english: words(t) for t in terms}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|") if text else "–"
+
+
+def markdown() -> str:
+    rows = ["| English | 中文 | The seeds' words (比喻) | In the restaurant（餐廳裡） "
+            "| In llama.cpp terms（工程師的意思） | Also |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {t.english} | {t.chinese} | {_cell(t.metaphor)} | {t.restaurant}<br>"
+             f"{t.restaurant_in('zh-TW')} | {_cell(t.engineer)}<br>{_cell(t.engineer_in('zh-TW'))} "
+             f"| {_cell(', '.join(t.aliases))} |" for t in TERMS]
+    return ("# Glossary\n\nThe terms the workbook uses: the English term, the Traditional Chinese "
+            "term as Taiwanese engineers write it, the picture the seed articles draw of it "
+            "(000_7ca7d4cd839f7038.txt: 窗口, 桌面, 已讀筆記, 每輪換桌名單; "
+            "001_027e2139b87c0d3a.txt: the policies and the bus), and what it is in llama.cpp, "
+            "each in English and in Chinese. "
+            "`labkit.lang.glossary.words` gives every name in a row, in either language, to the "
+            "exercise checks; `labkit.lang.glossary.lookup` finds a row by any of them. "
+            "Generated from `labkit/lang/glossary.py`.\n\n"
+            "本表列出工作簿用到的術語：英文、台灣工程師慣用的繁體中文術語、種子文章裡的比喻，以及它在 "
+            "llama.cpp 裡的意思。\n\n" + "\n".join(rows) + "\n")
+
+
+def table(lang: str | None = None):
+    """The glossary as a pandas DataFrame (what a notebook displays), its pictures and
+    meanings in the language in use (or ``lang``)."""
+    import pandas as pd
+
+    from .choice import lang as language
+    lang = lang or language()
+    if lang == "zh-TW":
+        return pd.DataFrame([{"english": t.english, "中文": t.chinese, "比喻": t.metaphor,
+                              "餐廳裡": t.restaurant_in(lang), "工程師的意思": t.engineer_in(lang)}
+                             for t in TERMS])
+    return pd.DataFrame([{"english": t.english, "中文": t.chinese, "比喻": t.metaphor,
+                          "restaurant": t.restaurant, "engineer": t.engineer} for t in TERMS])

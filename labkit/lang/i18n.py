@@ -1,0 +1,385 @@
+"""labkit's messages in English and in Traditional Chinese as written in Taiwan.
+
+One setting chooses the language: ``LABKIT_LANG`` (read by :func:`labkit.lang.choice.lang`),
+``en`` by default, ``zh-TW`` for Traditional Chinese. Code that prints to a learner asks
+:func:`t` for the text by key instead of writing it inline::
+
+    from labkit.lang.i18n import t
+    print(t("bench.wrote", out=out, seconds=12))
+
+Every key has both languages with the same ``{placeholders}`` (a test fails otherwise).
+
+Texts used once are written in place, side by side, with :func:`pick` (a printed line, a
+widget's label) or :func:`labkit.lang.fonts.label` (a plot's title, axis or legend: English when no
+Chinese font is installed). Tables keep the program's column names, which code goes on using;
+:func:`show` gives them Chinese headings for display (:data:`HEADINGS`,
+:data:`HEADING_PATTERNS`), and a table built only to be read comes with Chinese headings
+already under zh-TW.
+
+Terms follow :mod:`labkit.lang.glossary` (槽位, 上下文, KV 快取, 首字等待 …); names of flags, files,
+columns and units stay as the program writes them, so a line can be pasted into a shell or
+searched for in either language ("READY" and "NOT READY" stay in both).
+"""
+
+from __future__ import annotations
+
+from string import Formatter
+
+from .choice import LANGUAGES, lang
+
+# key -> {language: text}
+CATALOGUE: dict[str, dict[str, str]] = {
+    # ---- labkit doctor
+    "doctor.title": {"en": "labkit {version} doctor", "zh-TW": "labkit {version} 環境檢查"},
+    "doctor.not_installed": {"en": "NOT INSTALLED", "zh-TW": "未安裝"},
+    "doctor.llama_via": {"en": "via llama-cpp-python {version}, GPU offload: {offload}",
+                         "zh-TW": "透過 llama-cpp-python {version}，GPU 卸載：{offload}"},
+    "doctor.offload_yes": {"en": "yes", "zh-TW": "有"},
+    "doctor.offload_no": {"en": "no (CPU build)", "zh-TW": "無（僅 CPU 的建置）"},
+    "doctor.build": {"en": "llama.cpp commit {commit}, {compiler}, {target}",
+                     "zh-TW": "llama.cpp 提交 {commit}，{compiler}，{target}"},
+    "doctor.gpu": {"en": "{name}: {used} used of {total}, driver {driver}",
+                   "zh-TW": "{name}：已用 {used}，共 {total}，驅動程式 {driver}"},
+    "doctor.no_gpu": {"en": "{note}; labkit will run on the CPU",
+                      "zh-TW": "{note}；labkit 會改用 CPU 執行"},
+    "doctor.advice_cpu_build": {
+        "en": "an NVIDIA GPU is present but llama-cpp-python was built for the CPU only; "
+              "reinstall it with CMAKE_ARGS=\"-DGGML_CUDA=on\" (see README)",
+        "zh-TW": "偵測到 NVIDIA GPU，但 llama-cpp-python 是只支援 CPU 的建置；請以 "
+                 "CMAKE_ARGS=\"-DGGML_CUDA=on\" 重新安裝（見 README）"},
+    "doctor.model": {"en": "{name} ({arch}, {ftype}, {params}M params, {size})",
+                     "zh-TW": "{name}（{arch}，{ftype}，{params}M 參數，{size}）"},
+    "doctor.synthetic": {"en": "random weights in {shape}'s shape: for timing, not answers "
+                               "(labkit.models.synthetic)",
+                         "zh-TW": "{shape} 形狀的隨機權重：只能量時間，答案沒有意義"
+                                  "（labkit.models.synthetic）"},
+    "doctor.generation": {"en": "{n} tokens in {wall} s = {tps} tok/s (load {load} s, "
+                                "n_gpu_layers={ngl}): {text}",
+                          "zh-TW": "{wall} 秒生成 {n} 個 token = {tps} tok/s（載入 {load} 秒，"
+                                   "n_gpu_layers={ngl}）：{text}"},
+    "doctor.skipped": {"en": "skipped ({why})", "zh-TW": "已略過（{why}）"},
+    "doctor.cjk_font": {"en": "{family} (plots can show Chinese labels)",
+                        "zh-TW": "{family}（圖表可顯示中文標籤）"},
+    "doctor.no_cjk_font": {"en": "none: plots keep English labels; install one with "
+                                 "`apt-get install fonts-noto-cjk` (Debian/Ubuntu)",
+                           "zh-TW": "沒有：圖表維持英文標籤；可用 `apt-get install fonts-noto-cjk`"
+                                    "（Debian/Ubuntu）安裝"},
+    "doctor.python": {"en": "{version} on {platform} ({cpus} CPUs)",
+                      "zh-TW": "{version}，{platform}（{cpus} 個 CPU）"},
+    "doctor.no_llama_cpp": {"en": "cannot import llama_cpp: {error}",
+                            "zh-TW": "無法匯入 llama_cpp：{error}"},
+    "doctor.fix_llama_cpp": {"en": "pip install llama-cpp-python (it compiles llama.cpp; see README)",
+                             "zh-TW": "pip install llama-cpp-python（會編譯 llama.cpp；見 README）"},
+    "doctor.fix_model": {"en": "check that the model file is a complete GGUF that this llama.cpp "
+                               "build supports; `labkit doctor --model PATH` tries another",
+                         "zh-TW": "確認模型檔是完整、且這個 llama.cpp 建置支援的 GGUF；"
+                                  "可用 `labkit doctor --model PATH` 改試另一個"},
+    "doctor.no_tokens": {"en": "no tokens", "zh-TW": "沒有生成任何 token"},
+    # the row names of doctor's report
+    "doctor.row.build": {"en": "build", "zh-TW": "建置"},
+    "doctor.row.devices": {"en": "devices", "zh-TW": "裝置"},
+    "doctor.row.features": {"en": "features", "zh-TW": "功能"},
+    "doctor.row.advice": {"en": "advice", "zh-TW": "建議"},
+    "doctor.row.model": {"en": "model", "zh-TW": "模型"},
+    "doctor.row.path": {"en": "path", "zh-TW": "路徑"},
+    "doctor.row.synthetic": {"en": "synthetic", "zh-TW": "合成模型"},
+    "doctor.row.shape": {"en": "shape", "zh-TW": "形狀"},
+    "doctor.row.generation": {"en": "generation", "zh-TW": "生成測試"},
+    "doctor.row.fonts": {"en": "fonts", "zh-TW": "字型"},
+    "doctor.ready": {"en": "READY: the model loads and generates.",
+                     "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
+    "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
+    # ---- labkit bench
+    "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
+                          "{quick}; logs in {logs}",
+                    "zh-TW": "labkit bench：{configs} 組配置 × {rounds} 輪 × {workloads}"
+                             "{quick}；日誌在 {logs}"},
+    "bench.quick": {"en": " (quick mode)", "zh-TW": "（快速模式）"},
+    "bench.synthetic": {"en": "synthetic model {model} (random weights): timing only, "
+                              "{requests} requests per run, answers of {tokens} tokens, not graded",
+                        "zh-TW": "合成模型 {model}（隨機權重）：只量時間，每輪 {requests} 個請求，"
+                                 "每個回答 {tokens} 個 token，不評分"},
+    "bench.nothing_saved": {"en": "labkit bench: interrupted before any run finished; "
+                                  "nothing to save",
+                            "zh-TW": "labkit bench：在任何一輪完成前就中斷了，沒有可儲存的結果"},
+    "bench.interrupted": {"en": "labkit bench: interrupted", "zh-TW": "labkit bench：已中斷"},
+    "bench.summary": {"en": "model sha256 {sha}; memory: {memory}; medians of {rounds} round(s); "
+                            "TTFT gate {gate} s",
+                      "zh-TW": "模型 sha256 {sha}；記憶體：{memory}；{rounds} 輪的中位數；"
+                               "首字等待（TTFT）門檻 {gate} 秒"},
+    "bench.wrote": {"en": "wrote {out}/ (worksheet.csv, worksheet.md, requests.csv, plots/, "
+                          "environment.json) in {seconds} s",
+                    "zh-TW": "已寫入 {out}/（worksheet.csv、worksheet.md、requests.csv、plots/、"
+                             "environment.json），費時 {seconds} 秒"},
+    "bench.saved_partial": {"en": "labkit bench: interrupted; saved the {runs} finished run(s) "
+                                  "in {out}/",
+                            "zh-TW": "labkit bench：已中斷；已完成的 {runs} 輪存在 {out}/"},
+    "bench.timing_only": {"en": "workload {name}: timing only, answers are not a measure of "
+                                "this model (see data/README.md)",
+                          "zh-TW": "工作負載 {name}：只用來量時間，答對率不代表這個模型的能力"
+                                   "（見 data/README.md）"},
+    # ---- labkit sim
+    "sim.error": {"en": "error: {error}", "zh-TW": "錯誤：{error}"},
+    "sim.workload": {"en": "workload: {n} requests, {rate}/s, mean prompt {prompt}, "
+                           "mean output {output} tokens",
+                     "zh-TW": "工作負載：{n} 個請求，每秒 {rate} 個，提示平均 {prompt} 個 token，"
+                              "輸出平均 {output} 個 token"},
+    "sim.workload_named": {"en": "workload: {workload}", "zh-TW": "工作負載：{workload}"},
+    "sim.cost": {"en": "cost: {cost}", "zh-TW": "步驟成本：{cost}"},
+    "sim.goodput": {"en": "goodput: requests/s with TTFT <= {ttft}s and TPOT <= {tpot}s",
+                    "zh-TW": "有效吞吐（goodput）：每秒首字等待 <= {ttft}s 且每 token 時間 <= {tpot}s "
+                             "的請求數"},
+    "sim.wrote": {"en": "wrote {path}", "zh-TW": "已寫入 {path}"},
+    # ---- exercise verdicts (labkit.exercises.CheckResult), ready for its owner to use
+    "check.exercise": {"en": "Exercise {id}", "zh-TW": "練習 {id}"},
+    "check.correct": {"en": "✔ correct", "zh-TW": "✔ 正確"},
+    "check.wrong": {"en": "✘ not yet", "zh-TW": "✘ 還不對"},
+    "check.unanswered": {"en": "… not answered yet", "zh-TW": "… 尚未作答"},
+    "check.answered": {"en": "✎ answered", "zh-TW": "✎ 已作答"},
+    # ---- fonts
+    "fonts.install": {"en": "no CJK font found for matplotlib, so plots keep English labels. "
+                            "Install one (Debian/Ubuntu: `sudo apt-get install fonts-noto-cjk`), "
+                            "then restart the kernel.",
+                      "zh-TW": "matplotlib 找不到中日韓（CJK）字型，圖表會維持英文標籤。請安裝一套"
+                               "（Debian/Ubuntu：`sudo apt-get install fonts-noto-cjk`），"
+                               "再重新啟動核心（kernel）。"},
+}
+
+
+def language() -> str:
+    """The language in use: ``"en"`` or ``"zh-TW"`` (from LABKIT_LANG, English by default)."""
+    return lang()
+
+
+def chinese() -> bool:
+    """Whether the language in use is zh-TW: for code that builds a whole table or text
+    differently in Chinese rather than choosing between two strings (:func:`pick`)."""
+    return language() == "zh-TW"
+
+
+def t(key: str, lang: str | None = None, **fmt) -> str:
+    """The message ``key`` in ``lang`` (default: :func:`language`), formatted with ``fmt``.
+    An unknown key is a KeyError; a language a key lacks falls back to English."""
+    try:
+        entry = CATALOGUE[key]
+    except KeyError:
+        raise KeyError(f"no message {key!r} in labkit.lang.i18n.CATALOGUE") from None
+    text = entry.get(lang or language()) or entry["en"]
+    return text.format(**fmt) if fmt else text
+
+
+def pick(english: str, chinese: str, lang: str | None = None) -> str:
+    """One of two texts written side by side (a plot title, a widget label): ``chinese`` when
+    the language is zh-TW. For plots use :func:`labkit.lang.fonts.label`, which also checks that a
+    Chinese font is installed."""
+    return chinese if (lang or language()) == "zh-TW" else english
+
+
+class Both:
+    """A text in both languages, chosen when it is shown: ``str()`` and f-strings give the
+    language in use at that moment. For texts defined once and shown later (an exercise's
+    question, an open question's model answer)::
+
+        question = Both("How many slots?", "有幾個槽位？")
+        print(f"{question}")       # English, or Chinese under LABKIT_LANG=zh-TW
+    """
+
+    __slots__ = ("en", "zh")
+
+    def __init__(self, en: str, zh: str):
+        if not en or not zh:
+            raise ValueError("Both needs the English and the Chinese text")
+        self.en, self.zh = en, zh
+
+    def __str__(self) -> str:
+        return pick(self.en, self.zh)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return f"Both({self.en!r}, {self.zh!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Both) and (self.en, self.zh) == (other.en, other.zh)
+
+    def __hash__(self) -> int:
+        return hash((self.en, self.zh))
+
+
+def text(value, lang: str | None = None) -> str:
+    """``value`` as shown in ``lang`` (default: the language in use): a :class:`Both` picks
+    its language, anything else is ``str(value)``."""
+    if isinstance(value, Both):
+        return pick(value.en, value.zh, lang)
+    return str(value)
+
+
+# Column headings of the tables the notebooks show (the worksheet's, the engine trace's), in
+# Chinese; :func:`show` renames a table's columns with them for display only.
+HEADINGS: dict[str, str] = {
+    "slots": "槽位數", "n_slots": "槽位數", "slot": "槽位", "kv_unified": "統一 KV",
+    "requests": "請求數", "request": "請求", "prompt_tokens": "提示 token 數",
+    "completion_tokens": "生成 token 數", "ttft_s": "首字等待 (s)", "ttft_p50_s": "首字等待 p50 (s)",
+    "ttft_p90_s": "首字等待 p90 (s)", "latency_s": "延遲 (s)", "tok_per_s": "tok/s",
+    "aggregate_tok_s": "總吞吐 (tok/s)", "per_request_tok_s": "每請求 tok/s",
+    "correct": "正確", "fits": "放得下", "in_time": "準時", "right": "答對",
+    # the benchmark's worksheet (labkit.bench.worksheet) and its per-request rows
+    "server": "伺服器", "model_sha256": "模型 sha256", "kv_mode": "KV 模式",
+    "pool_n_ctx": "KV 池 n_ctx", "n_ctx_slot": "每槽位 n_ctx", "in_flight": "在途請求數",
+    "load": "負載", "workload": "工作負載", "cache_prompt": "提示快取", "round": "輪次",
+    "rounds": "輪數", "run_id": "執行 id", "wall_s": "總耗時 (s)", "output_tok_s": "輸出 tok/s",
+    "ttft_max_s": "首字等待最大值 (s)", "completion_p50_s": "完成時間 p50 (s)",
+    "completion_max_s": "完成時間最大值 (s)", "completion_s": "完成時間 (s)", "errors": "錯誤數",
+    "n_requests": "請求數", "sampled_peak_mib": "取樣峰值 (MiB)", "memory": "記憶體",
+    "output_tok_s_rounds": "各輪輸出 tok/s", "fits_context": "放得進上下文",
+    "ttft_ok": "首字等待達標", "all_correct": "全部答對", "verdict": "判定",
+    "doc_id": "文件 id", "error": "錯誤", "answer": "回答", "finish_reason": "結束原因",
+    # the simulator's summary (labkit.sim) and its per-request table
+    "label": "設定", "ok": "完成", "length": "達長度上限", "refused": "被拒絕", "failed": "失敗",
+    "preemptions": "搶占次數", "duration_s": "時長 (s)", "throughput_tok_s": "吞吐 (tok/s)",
+    "requests_per_s": "每秒請求數", "ttft_p50": "首字等待 p50 (s)", "ttft_p90": "首字等待 p90 (s)",
+    "ttft_p99": "首字等待 p99 (s)", "tpot_p50": "每 token 時間 p50 (s)",
+    "tpot_p90": "每 token 時間 p90 (s)", "e2e_mean": "端到端平均 (s)", "e2e_p50": "端到端 p50 (s)",
+    "e2e_p99": "端到端 p99 (s)", "queue_wait_mean": "平均排隊 (s)", "queue_wait_max": "最長排隊 (s)",
+    "starved": "餓死數", "goodput_req_s": "有效吞吐 (req/s)", "goodput_tok_s": "有效吞吐 (tok/s)",
+    "slo_attainment": "SLO 達成率", "steps": "步驟數", "mean_decode_batch": "平均解碼批次",
+    "slot_occupancy": "槽位占用率", "peak_queue": "佇列峰值", "peak_kv": "KV 峰值（格）",
+    "kv_capacity": "KV 容量（格）", "served": "已服務", "tokens": "token 數", "rate": "到達率 (req/s)",
+    "arrival": "到達時間 (s)", "ttft": "首字等待 (s)", "e2e": "端到端 (s)", "tpot": "每 token 時間 (s)",
+    "queue_wait": "排隊 (s)", "output_tokens": "輸出 token 數", "generated": "已生成 token 數",
+    "status": "狀態", "policy": "調度策略", "mode": "模式", "batching": "批次方式",
+    # the waste of each KV scheme (labkit.sim.waste)
+    "scheme": "方案", "reserved_unused": "已保留未使用", "free": "空閒", "waste": "浪費比例",
+    "mean_busy": "平均忙碌槽位", "cut short or refused": "截斷或拒絕",
+    # planning (labkit.costs.planning): saturation, reading a worksheet, a day, rent or buy, services
+    "per_stream_tok_s": "每條串流 tok/s", "saturated": "已飽和",
+    "tok_s_vs_1_slot": "tok/s（1 槽位的倍數）", "completion_p50_vs_1_slot": "完成時間 p50（1 槽位的倍數）",
+    "single_requests_slower": "單一請求變慢", "quantity": "量", "measured": "實測",
+    "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "rent per hour": "每小時租金",
+    "vs always on (months)": "對比一直開著的租用（月）",
+    "vs busy hours only (months)": "對比只租忙碌時段（月）", "total_tok_s": "總 tok/s",
+    "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV 快取 (MiB)",
+    "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
+    "machines": "機器數", "month": "月", "buy": "買下", "rent, always on": "租用，一直開著",
+    "rent, busy hours only": "租用，只租忙碌時段", "always on": "一直開著的租用",
+    "busy hours only": "只租忙碌時段",
+    # live and in-process runs (labkit.lessons.live, labkit.lessons.llama_server)
+    "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
+    "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "用戶端解碼 tok/s",
+    "client_tok_s": "用戶端 tok/s", "prefill_and_wait_share": "預填與等待占比",
+    "outcome": "結果", "first_token_s": "首個 token 時間 (s)", "finish_s": "結束時間 (s)",
+    "task_id": "任務 id", "start_s": "開始 (s)", "end_s": "結束 (s)", "file": "檔案",
+    "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",
+    "match": "相符", "flags": "旗標", "log": "日誌", "error type": "錯誤類型",
+    "predicted pool": "預測的池大小", "step": "步驟",
+    # the engine's step trace (labkit.engine.trace) and a request's sampling
+    "t_start": "開始 (s)", "t_end": "結束 (s)", "dur_s": "耗時 (s)", "n_tokens": "token 數",
+    "n_prefill_tokens": "預填 token 數", "n_prefill_seqs": "預填序列數", "n_decode": "解碼序列數",
+    "attended": "注意到的格數", "kv_used": "已用 KV 格數", "n_busy": "忙碌槽位數",
+    "prefill_attn": "預填注意力配對數", "max_tokens": "max_tokens（回答上限）",
+    # capacity, tokens, the seed's tables (labkit.costs.capacity, labkit.engine.vocabulary, labkit.lessons.seed_tables)
+    "KV type": "KV 型別", "cells (padded)": "格數（補齊後）", "formula MiB": "公式 MiB",
+    "n_ctx asked": "要求的 n_ctx",
+    "llama.cpp MiB": "llama.cpp MiB", "characters": "字元數", "bytes": "位元組數",
+    "chars_per_token": "每 token 字元數", "text": "文字", "source (seed or sim)": "來源",
+    "arithmetic busy": "運算忙碌比例", "bandwidth busy": "頻寬忙碌比例", "decode tok/s": "解碼 tok/s",
+    "cost per token": "每 token 成本", "batch": "批次大小",
+    # the classroom's tables (labkit.lessons.classroom)
+    "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
+    "GPU (GiB)": "GPU 記憶體 (GiB)", "llama_cpp": "llama.cpp 版本", "same_model": "同一個模型",
+    "configs": "配置數", "all_pass": "全部通過",
+    # the roofline's prediction (labkit.costs.roofline.predict)
+    "decode_tok_s_per_stream": "解碼 tok/s（每條串流）", "decode_tok_s": "解碼 tok/s（合計）",
+    "decode_tok_s_no_overlap": "解碼 tok/s（不重疊）", "decode_bound": "解碼受限於",
+    "prefill_tok_s": "預填 tok/s",
+    # the simulator's per-request table, the rest of its columns
+    "id": "id", "user": "使用者", "priority": "優先級", "admitted": "入座時間 (s)",
+    "first_token": "首個 token 時間 (s)", "finish": "完成時間 (s)", "reason": "原因",
+    "cached_tokens": "快取命中 token 數", "prefix_id": "前綴 id",
+}
+
+# Headings made from a pattern (a slot's column, a count of tokens): (regex, Chinese).
+HEADING_PATTERNS: list[tuple[str, str]] = [
+    (r"^slot (\d+)$", r"槽位 \1"),
+    (r"^predicted (.+)$", r"預測 \1"),
+    (r"^log (.+)$", r"日誌 \1"),
+    (r"^later with (.+)$", r"\1 較晚"),
+    (r"^characters in ([\d,]+) tokens$", r"\1 個 token 可容納的字元數"),
+    (r"^calc @ (\d+)k tokens$", r"計算：\1k token"),
+    (r"^MiB per (\d+)k conversation$", r"每段 \1k 對話的 MiB"),
+]
+
+
+def heading(name: str, headings: dict[str, str] | None = None) -> str:
+    """The Chinese heading of a column named ``name`` (:data:`HEADINGS`, ``headings``, then
+    :data:`HEADING_PATTERNS`), or ``name`` itself when none applies."""
+    import re
+    for names in (headings or {}, HEADINGS):
+        if name in names:
+            return names[name]
+    for pattern, chinese in HEADING_PATTERNS:
+        if re.match(pattern, name):
+            return re.sub(pattern, chinese, name)
+    return name
+
+
+# Cell values people read in a column (a verdict, a note): column -> function(value, lang) giving
+# the Chinese text. Registered by the module that writes the values (labkit.bench.worksheet),
+# so this module imports none of them; :func:`show` applies them, to a copy.
+VALUES: dict[str, object] = {}
+
+
+def value(column: str, v, lang: str | None = None):
+    """One cell of ``column`` as people read it in ``lang`` (see :data:`VALUES`)."""
+    f = VALUES.get(column)
+    return f(v, lang or language()) if f is not None else v
+
+
+def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
+    """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
+    names of its index and column levels) renamed with :func:`heading` (``headings`` first,
+    then :data:`HEADINGS` and :data:`HEADING_PATTERNS`); unchanged in English. The
+    data and the original table are untouched, so code keeps using the program's names."""
+    if (lang or language()) != "zh-TW":
+        return table
+    if not hasattr(table, "columns"):                  # a Series: its name and its index's
+        out = table.rename(heading(table.name, headings)) if isinstance(table.name, str) \
+            else table
+        if any(isinstance(n, str) for n in out.index.names):
+            out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
+                                   for n in out.index.names])
+        return out
+    values = {c: VALUES[c] for c in table.columns if isinstance(c, str) and c in VALUES}
+    if values:
+        lang = lang or language()
+        table = table.assign(**{c: table[c].map(lambda v, f=f: f(v, lang))
+                                for c, f in values.items()})
+    out = table.rename(columns=lambda c: heading(c, headings) if isinstance(c, str) else c)
+    if out.columns.names and any(isinstance(n, str) for n in out.columns.names):
+        out.columns = out.columns.set_names([heading(n, headings) if isinstance(n, str) else n
+                                             for n in out.columns.names])
+    if any(isinstance(n, str) for n in out.index.names):
+        out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
+                               for n in out.index.names])
+    return out
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``{names}`` a message expects."""
+    return {name for _, name, _, _ in Formatter().parse(text) if name is not None}
+
+
+def missing() -> list[str]:
+    """``key/language`` for every message that lacks a language or whose placeholders differ
+    from the English text's (empty when the catalogue is complete)."""
+    out = []
+    for key, entry in CATALOGUE.items():
+        for language_ in LANGUAGES:
+            text = entry.get(language_)
+            if not text:
+                out.append(f"{key}/{language_}: missing")
+            elif placeholders(text) != placeholders(entry["en"]):
+                out.append(f"{key}/{language_}: placeholders {sorted(placeholders(text))} "
+                           f"differ from English {sorted(placeholders(entry['en']))}")
+    return out

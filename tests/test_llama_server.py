@@ -1,0 +1,112 @@
+"""labkit.models.kv's llama-server sizing (-c 0, --kv-unified-per-slot) and the lessons run on llama.cpp's own server
+(labkit.lessons.llama_server). The pool sizes below were read from llama-server's log (the xllamacpp wheel,
+2026-11-30): "sizing KV pool to n_parallel * kv_unified_per_slot = 2 * 1024 = 2048",
+"capping per-slot context (3072) to --kv-unified-per-slot (1000)" and so on."""
+
+import pytest
+
+from labkit.models import kv
+from labkit.lessons import llama_server
+from labkit.server.launch import ServerConfig
+
+# (-c, -np, unified, per_slot, n_ctx_train) -> (pool, n_ctx_slot), as llama-server logged them.
+MEASURED = [
+    ((0, 2, True, 1024, 8192), (2048, 1024)),
+    ((4096, 2, True, 1024, 8192), (4096, 1024)),
+    ((2048, 2, True, 4096, 8192), (2048, 2048)),       # the cap above the pool: no effect
+    ((0, 2, False, 1024, 8192), (2048, 1024)),
+    ((4096, 2, False, 1024, 8192), (4096, 1024)),
+    ((0, 3, True, 1000, 8192), (3072, 1000)),          # 3 x 1000 = 3000, padded to 3072
+    ((0, 3, False, 1000, 8192), (3072, 1000)),
+    ((1000, 3, False, 300, 8192), (1536, 300)),
+    ((0, 2, False, None, 8192), (8192, 4096)),         # -c 0 alone: the training context
+    ((0, 2, True, None, 8192), (8192, 8192)),
+    ((0, 4, True, 1024, 8192), (4096, 1024)),          # -np auto -c 0 --kv-unified-per-slot 1024
+]
+
+
+@pytest.mark.parametrize("flags,want", MEASURED)
+def test_server_slot_context_matches_what_llama_server_logged(flags, want):
+    c, n, unified, per_slot, train = flags
+    sc = kv.server_slot_context(c, n, unified, n_ctx_train=train, per_slot=per_slot)
+    assert (sc.n_ctx, sc.n_ctx_slot) == want
+
+
+def test_server_pool_keeps_a_written_c():
+    assert kv.server_pool(4096, 4, per_slot=1536) == 4096
+    assert kv.server_pool(0, 4, per_slot=1536) == 6144
+    assert kv.server_pool(0, 4, n_ctx_train=8192) == 8192
+    with pytest.raises(ValueError, match="n_ctx_train"):
+        kv.server_pool(0, 4)
+    with pytest.raises(ValueError):
+        kv.server_pool(-1, 4)
+
+
+def test_predict_follows_np_auto():
+    p = llama_server.predict(ServerConfig(n_ctx=4096, n_slots="auto", kv_unified=False), 8192)
+    assert p == {"n_slots": 4, "kv_unified": True, "pool": 4096, "n_ctx_slot": 4096}
+
+
+def test_flags_and_pool_lines():
+    cfg = ServerConfig(n_ctx=0, n_slots=2, kv_unified=True, kv_unified_per_slot=1024)
+    assert llama_server.flags(cfg) == "-c 0 -np 2 --kv-unified --kv-unified-per-slot 1024"
+    log = ("0.00.001.874 I srv          init: --kv-unified-per-slot: sizing KV pool to n_parallel"
+           " * kv_unified_per_slot = 2 * 1024 = 2048\n"
+           "0.00.002.592 W srv          init: security: no API key is set\n"
+           "2026-11-30 17:45:36,327 I labkit.engine: srv    load_model: initializing, n_slots = 2,"
+           " n_ctx_slot = 1024, kv_unified = 'true'\n")
+    assert llama_server.pool_lines(log) == [
+        "srv          init: --kv-unified-per-slot: sizing KV pool to n_parallel * "
+        "kv_unified_per_slot = 2 * 1024 = 2048",
+        "srv    load_model: initializing, n_slots = 2, n_ctx_slot = 1024, kv_unified = 'true'"]
+
+
+def test_skip_note_names_the_extra():
+    assert "[ref]" in llama_server.skip_note("x") and llama_server.skip_note("x").startswith("skipped: x")
+
+
+@pytest.mark.slow
+def test_fill_pool_on_labkit_fails_every_request_and_reserve_makes_them_wait():
+    text = "Summarise this order: " + "soup, bread, tea. " * 12
+    tight = ServerConfig(n_ctx=256, n_slots=2, kv_unified=True)
+    run = llama_server.fill_pool(tight, text, 2, 40)
+    assert (run.requests["status"] == 500).all()
+    assert run.outcome() == "2 x HTTP 500 (Context size has been exceeded.)"
+    waited = llama_server.fill_pool(tight.with_(reserve=True), text, 2, 40)
+    assert (waited.requests["status"] == 200).all()
+    assert (waited.requests["completion_tokens"] == 40).all()
+    assert waited.steps["n_busy"].max() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not llama_server.reference_installed(), reason="llama-server (xllamacpp) not installed")
+def test_compare_holds_labkit_np_auto_rule_against_llama_server():
+    df = llama_server.compare([ServerConfig(n_ctx=2048, n_slots="auto", kv_unified=False)])
+    assert list(df["server"]) == ["labkit server", "llama-server (xllamacpp)"]
+    assert df["match"].all(), df.T
+
+
+# ---------------------------------------------------------------- a request that finds every slot busy
+
+METRICS = """# HELP llamacpp:requests_processing Number of requests processing.
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 1
+# HELP llamacpp:requests_deferred Number of requests deferred.
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 3
+"""
+
+
+def test_metric_reads_a_gauge_and_not_its_help_line():
+    assert llama_server.metric(METRICS, "requests_deferred") == 3.0
+    assert llama_server.metric(METRICS, "requests_processing") == 1.0
+    assert llama_server.metric(METRICS, "n_decode_total") is None
+
+
+@pytest.mark.slow
+def test_llama_server_defers_a_burst_and_refuses_none():
+    if not llama_server.reference_installed():
+        pytest.skip("llama-server (xllamacpp, the ref extra) is not installed")
+    gauges, answers = llama_server.llama_server_burst(n=4, max_tokens=4, n_slots=1)
+    assert gauges["requests_deferred"].max() >= 1
+    assert (answers["status"] == 200).all() and len(answers) == 4
