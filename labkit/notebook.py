@@ -32,8 +32,12 @@ import json
 import time
 from pathlib import Path
 
-from .lessons.live import EngineRun, ask, ask_messages, count_tokens, document, extract_then_sort, get_trace, per_request, prefix_cache_rows, queue_burst, run_requests, startup_lines, startup_table
-from .costs.planning import DAY_PROFILE, day_of_traffic, findings, first_saturated_rate, hourly, prediction_error, read_worksheet, replay, saturation_signals
+from .lessons.live import (EngineRun, ask, ask_messages, count_tokens, document,
+                           extract_then_sort, get_trace, per_request, prefix_cache_rows,
+                           queue_burst, run_requests, startup_lines, startup_table)
+from .costs.planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate,
+                             hourly, prediction_error, read_worksheet, replay,
+                             saturation_signals)
 from .lang.i18n import Both, show
 from .lang.i18n import pick as tr
 from .machine.runenv import log_to_file, pick, quick, results_dir

@@ -7,7 +7,8 @@ from functools import lru_cache
 
 from . import CODE, LearnerCodeError, as_number, call, exercise, open_question
 from ..lang.i18n import Both, pick
-from ..lessons.handbuilt import chat_tokens, context, engine_run, first_difference, guarded_decode, pattern, schedule
+from ..lessons.handbuilt import (chat_tokens, context, engine_run, first_difference,
+                                 guarded_decode, pattern, schedule)
 
 
 def decode_calls(prompt_lens, n_slots: int, answer_lens, n_batch: int = 2048) -> int:

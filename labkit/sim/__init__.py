@@ -24,7 +24,8 @@ The simulator is pure Python + numpy/pandas; it never loads a model.
 """
 
 from . import experiments, plots
-from .arrivals import ClosedLoop, SharedPrefix, burst, closed_loop, from_trace, gamma, offered_load, poisson
+from .arrivals import (ClosedLoop, SharedPrefix, burst, closed_loop, from_trace, gamma,
+                       offered_load, poisson)
 from .cost import HARDWARE, MODELS, Hardware, ModelSpec, StepCost, derive, preset, presets_table
 from .engine import BATCHING, simulate
 from .fit import Fit, fit
