@@ -168,7 +168,7 @@ def test_the_chinese_written_in_labkits_display_modules_uses_the_glossarys_words
 
 
 def test_a_worksheet_verdict_reads_in_chinese_and_stays_english_in_the_data():
-    from labkit.bench.worksheet import verdict_text
+    from labkit.lang.i18n import verdict_text
     ungraded = "fail: TTFT ok (fits context and TTFT only: answers not graded)"
     assert verdict_text(ungraded, "zh-TW") == "未通過：首字等待達標（只看上下文與首字等待：答案未評分）"
     assert verdict_text("pass", "zh-TW") == "通過"
@@ -180,7 +180,7 @@ def test_show_reads_the_worksheets_values_in_chinese():
     import pandas as pd
 
     from labkit.bench import memory
-    from labkit.bench.worksheet import value_text
+    from labkit.lang.i18n import worksheet_value
     from labkit.lang.i18n import show
     ws = pd.DataFrame({"verdict": ["pass", "fail: TTFT ok"], "correct": ["not graded (timing only)", 12],
                        "memory": [memory.LABELS["rss"], "not measured"]})
@@ -191,4 +191,32 @@ def test_show_reads_the_worksheets_values_in_chinese():
     assert list(ws["verdict"]) == ["pass", "fail: TTFT ok"]          # the data is untouched
     assert show(ws, lang="en") is ws
     for label in memory.LABELS.values():
-        assert value_text(label, "zh-TW") != label
+        assert worksheet_value(label, "zh-TW") != label
+
+
+def _lang_tables_changed_by(code: str) -> list[str]:
+    """The tables of labkit.lang.i18n that ``code``, run in a fresh interpreter after importing
+    labkit.lang.i18n alone, changes."""
+    import json
+    import subprocess
+    import sys
+    probe = (
+        "import json, labkit.lang.i18n as i18n\n"
+        "NAMES = ('CATALOGUE', 'HEADINGS', 'HEADING_PATTERNS', 'CELL_WORDS', 'WORKSHEET_WORDS', 'TITLES')\n"
+        "snap = lambda: {n: repr(getattr(i18n, n)) for n in NAMES}\n"
+        "before = snap()\n" + code + "\n"
+        "print(json.dumps(sorted(n for n, v in snap().items() if before[n] != v)))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_importing_labkit_registers_no_words():
+    """Words are chosen where they are shown: importing every module of labkit adds nothing to
+    the language tables (a module that registered its words at import would)."""
+    code = ("import importlib, pkgutil, labkit\n"
+            "for m in pkgutil.walk_packages(labkit.__path__, 'labkit.'):\n"
+            "    if not m.name.endswith('__main__'):\n"
+            "        importlib.import_module(m.name)\n")
+    assert _lang_tables_changed_by(code) == []
+    assert _lang_tables_changed_by("i18n.CELL_WORDS.setdefault('decode_bound2', {})") == ["CELL_WORDS"]

@@ -173,10 +173,13 @@ def test_measure_machine_records_what_it_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(rl, "measure_matmul", lambda *a, **k: 40e9)
     m = rl.measure_machine()
     assert (m.bandwidth, m.flops, m.host) == (8e9, 40e9, platform.node())
-    assert "sums of a" in m.bandwidth_source and "matrix product" in m.flops_source
+    assert m.bandwidth_source["kind"] == "numpy-sum" and m.flops_source["kind"] == "numpy-matmul"
+    assert "sums of a" in rl.source_text(m.bandwidth_source, "en")
+    assert "matrix product" in rl.source_text(m.flops_source, "en")
     assert rl.latest_machine() == m
     unkept = rl.measure_machine(flops=1e9, keep=False)
-    assert unkept.flops == 1e9 and unkept.flops_source == "given" and rl.latest_machine() == m
+    assert unkept.flops == 1e9 and unkept.flops_source == {"kind": "given"}
+    assert rl.latest_machine() == m
     assert "memory bandwidth" in m.table().index
 
 
@@ -194,7 +197,9 @@ def test_nvml_bus_width_and_memory_clock_give_the_peak(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     bw, source = rl.nvml_peak_bandwidth()
     assert bw == rl.peak_bandwidth(5120, 2619)
-    assert "NVML" in source and "5120-bit" in source and "2619 MHz" in source
+    assert source == {"kind": "nvml-peak", "index": 0, "name": "H100 SXM", "bits": 5120, "mhz": "2619"}
+    text = rl.source_text(source, "en")
+    assert "NVML" in text and "5120-bit" in text and "2619 MHz" in text
 
     def no_driver():
         raise OSError("driver not loaded")

@@ -164,5 +164,6 @@ def test_the_machines_sources_in_chinese(zh, monkeypatch):
     m = rl.measure_machine(keep=False)
     sources = m.table().loc["  來源", "值"].tolist()
     assert all(s.startswith("實測：") for s in sources), sources
-    assert rl._source_zh("NVML peak for GPU 0 (X): 6144-bit bus x 2619 MHz max memory clock x 2 "
-                         "(double data rate)").startswith("NVML 峰值，GPU 0（X）：6144 位元")
+    nvml = {"kind": "nvml-peak", "index": 0, "name": "X", "bits": 6144, "mhz": "2619"}
+    assert rl.source_text(nvml).startswith("NVML 峰值，GPU 0（X）：6144 位元")
+    assert rl.source_text("a figure from the datasheet") == "a figure from the datasheet"

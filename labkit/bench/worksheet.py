@@ -36,6 +36,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..lang.i18n import TITLES, UNGRADED_NOTE
 from .grading import not_graded
 
 CONFIG_KEYS = ["server", "model_sha256", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot",
@@ -43,18 +44,6 @@ CONFIG_KEYS = ["server", "model_sha256", "kv_mode", "pool_n_ctx", "slots", "n_ct
 METRICS = ["wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
            "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
            "sampled_peak_mib"]
-TITLES = {
-    "server": "server / version", "model_sha256": "model sha256", "kv_mode": "KV mode",
-    "pool_n_ctx": "pool n_ctx", "slots": "slots", "n_ctx_slot": "per-slot cap (actual)",
-    "in_flight": "in-flight", "load": "load", "workload": "workload",
-    "cache_prompt": "cache_prompt", "rounds": "rounds", "wall_s": "wall s",
-    "output_tok_s": "output tok/s", "ttft_p50_s": "TTFT p50 s", "ttft_p90_s": "TTFT p90 s",
-    "ttft_max_s": "TTFT max s", "completion_p50_s": "completion p50 s",
-    "completion_max_s": "completion max s", "errors": "errors", "correct": "correct",
-    "n_requests": "requests", "sampled_peak_mib": "sampled peak MiB", "memory": "memory",
-    "fits_context": "fits context", "ttft_ok": "TTFT ok", "all_correct": "all correct",
-    "verdict": "verdict", "output_tok_s_rounds": "output tok/s per round",
-}
 
 
 def _pct(values, q: float) -> float:
@@ -137,72 +126,21 @@ def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFram
         failed = [TITLES[k] for k in gates if not line[k]]
         line["verdict"] = "pass" if not failed else "fail: " + ", ".join(failed)
         if "all_correct" not in gates:
-            line["verdict"] += " (fits context and TTFT only: answers not graded)"
+            line["verdict"] += UNGRADED_NOTE
         out.append(line)
     return pd.DataFrame(out)
-
-
-def verdict_text(verdict: str, lang: str | None = None) -> str:
-    """A worksheet's verdict ("pass", "fail: TTFT ok, all correct", with its note on ungraded
-    answers) as people read it in ``lang`` (default: the language in use); the worksheet
-    itself keeps the English words, which code and the classroom compare."""
-    from ..lang.i18n import HEADINGS, language
-    if (lang or language()) != "zh-TW" or not isinstance(verdict, str):
-        return verdict
-    by_title = {title: HEADINGS.get(key, title) for key, title in TITLES.items()}
-    text, note = verdict, ""
-    ungraded = " (fits context and TTFT only: answers not graded)"
-    if text.endswith(ungraded):
-        text, note = text[: -len(ungraded)], "（只看上下文與首字等待：答案未評分）"
-    if text == "pass":
-        return "通過" + note
-    if text.startswith("fail: "):
-        gates = [by_title.get(g.strip(), g.strip()) for g in text[len("fail: "):].split(",")]
-        return "未通過：" + "、".join(gates) + note
-    return verdict
-
-
-def value_text(value, lang: str | None = None):
-    """A worksheet cell as people read it: the verdict, "not graded (...)" and the memory
-    label in Chinese under zh-TW; anything else as it is."""
-    from ..lang.i18n import language
-    if (lang or language()) != "zh-TW" or not isinstance(value, str):
-        return value
-    if value.startswith("pass") or value.startswith("fail: "):
-        return verdict_text(value, lang)
-    return _VALUE_ZH.get(value, value)
-
-
-_VALUE_ZH = {
-    "not graded (timing only)": "不評分（只量時間）",
-    "not graded (synthetic weights)": "不評分（合成權重）",
-    "sampled peak RSS of the server process (no GPU in use; psutil)":
-        "伺服器行程的取樣峰值 RSS（沒有使用 GPU；psutil）",
-    "sampled peak GPU memory of the server process (NVML)": "伺服器行程的取樣峰值 GPU 記憶體（NVML）",
-    "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
-    "not measured": "未測量",
-}
-
-
-def _register_values() -> None:
-    from ..lang.i18n import VALUES
-    for column in ("verdict", "correct", "all_correct", "memory"):
-        VALUES.setdefault(column, value_text)
-
-
-_register_values()
 
 
 def to_markdown(df: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub-flavoured Markdown table, column titles from :data:`TITLES` (a column already
     renamed for display keeps its name); yes/no and the verdict in the language in use."""
-    from ..lang.i18n import pick
+    from ..lang.i18n import pick, worksheet_value
 
     def cell(v):
         if isinstance(v, (bool, np.bool_)):
             return pick("yes", "是") if v else pick("no", "否")
         if isinstance(v, str):
-            v = value_text(v)
+            v = worksheet_value(v)
         if isinstance(v, (float, np.floating)):
             if math.isnan(v):
                 return "-"

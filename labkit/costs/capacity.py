@@ -115,42 +115,30 @@ class Capacity:
         return self.table().to_html(header=False)
 
     def table(self):
-        """A two-column summary for a notebook (in Chinese under LABKIT_LANG=zh-TW)."""
+        """A two-column summary for a notebook, in the language in use."""
         import pandas as pd
 
-        from ..lang.i18n import chinese
-        if chinese():
-            mode = "統一 KV" if self.kv_unified else "分割 KV"
-            rows = [
-                ("模型", self.model),
-                ("每個 token 的 KV 位元組", f"{self.bytes_per_token:,.0f} B（{self.kv_type}）"),
-                ("設定", f"-c {self.n_ctx} -np {self.slots}，{mode}：每個槽位 "
-                         f"{self.n_ctx_slot} 個 token"),
-                ("-c 的 KV 快取", f"{self.kv_bytes / GiB:,.2f} GiB"),
-                ("權重 + 額外開銷", f"{self.weights_bytes / GiB:,.2f} + "
-                                    f"{self.overhead_bytes / GiB:,.2f} GiB"),
-                ("所需 / GPU", f"{self.needed_bytes / GiB:,.2f} / {self.gpu_bytes / GiB:,.2f} GiB"
-                               f" -> {'放得下' if self.fits else '放不下'}"),
-                ("KV 預算", f"{self.kv_budget_bytes / GiB:,.2f} GiB = {self.cells_that_fit:,} "
-                            "個 token"),
-                (f"{self.tokens_per_conversation:,} token 的對話數", f"{self.conversations:,}"),
-            ]
-            return pd.DataFrame(rows, columns=["", "值"]).set_index("")
+        from ..lang.i18n import t
+        gib = lambda n: f"{n / GiB:,.2f}"           # noqa: E731
         rows = [
-            ("model", self.model),
-            ("KV bytes per token", f"{self.bytes_per_token:,.0f} B ({self.kv_type})"),
-            ("configured", f"-c {self.n_ctx} -np {self.slots} "
-                           f"{'unified' if self.kv_unified else 'split'}: "
-                           f"{self.n_ctx_slot} tokens per slot"),
-            ("KV cache for -c", f"{self.kv_bytes / GiB:,.2f} GiB"),
-            ("weights + overhead", f"{self.weights_bytes / GiB:,.2f} + "
-                                   f"{self.overhead_bytes / GiB:,.2f} GiB"),
-            ("needed / GPU", f"{self.needed_bytes / GiB:,.2f} / {self.gpu_bytes / GiB:,.2f} GiB"
-                             f" -> {'fits' if self.fits else 'does NOT fit'}"),
-            ("KV budget", f"{self.kv_budget_bytes / GiB:,.2f} GiB = {self.cells_that_fit:,} tokens"),
-            (f"conversations of {self.tokens_per_conversation:,} tokens", f"{self.conversations:,}"),
+            (t("capacity.model"), self.model),
+            (t("capacity.bytes_per_token"),
+             t("capacity.bytes_per_token_value", bytes=f"{self.bytes_per_token:,.0f}",
+               kv_type=self.kv_type)),
+            (t("capacity.configured"),
+             t("capacity.configured_value", n_ctx=self.n_ctx, slots=self.slots,
+               mode=t("capacity.unified" if self.kv_unified else "capacity.split"),
+               n_ctx_slot=self.n_ctx_slot)),
+            (t("capacity.kv_for_c"), f"{gib(self.kv_bytes)} GiB"),
+            (t("capacity.weights"), f"{gib(self.weights_bytes)} + {gib(self.overhead_bytes)} GiB"),
+            (t("capacity.needed"), f"{gib(self.needed_bytes)} / {gib(self.gpu_bytes)} GiB -> "
+                                   + t("capacity.fits" if self.fits else "capacity.does_not_fit")),
+            (t("capacity.budget"), t("capacity.budget_value", gib=gib(self.kv_budget_bytes),
+                                     cells=f"{self.cells_that_fit:,}")),
+            (t("capacity.conversations", tokens=f"{self.tokens_per_conversation:,}"),
+             f"{self.conversations:,}"),
         ]
-        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+        return pd.DataFrame(rows, columns=["", t("table.value")]).set_index("")
 
 
 def plan(gpu_gib: float, model, *, n_ctx: int = 4096, slots: int = 1, kv_type: str = "f16",

@@ -41,7 +41,6 @@ import json
 import math
 import os
 import platform
-import re
 import time
 from dataclasses import asdict, dataclass
 
@@ -75,8 +74,8 @@ class Machine:
 
     bandwidth: float            # bytes per second
     flops: float                # floating-point operations per second (inf: not known)
-    bandwidth_source: str
-    flops_source: str
+    bandwidth_source: dict | str    # where it came from: {"kind": ..., its figures}, or words
+    flops_source: dict | str
     host: str = ""
     cores: int = 0
     measured_at: str = ""       # local time of the measurement
@@ -84,32 +83,22 @@ class Machine:
     load_after: float = math.nan
 
     def table(self):
-        """A two-column summary for a notebook (its row names in Chinese under
-        LABKIT_LANG=zh-TW; where each figure came from stays as measured)."""
+        """A two-column summary for a notebook, in the language in use (where each figure came
+        from too: :func:`source_text`)."""
         import pandas as pd
 
-        from ..lang.i18n import chinese
-        if chinese():
-            flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops) else "未知")
-            return pd.DataFrame([
-                ("記憶體頻寬", f"{self.bandwidth / GB:,.2f} GB/s"),
-                ("  來源", _source_zh(self.bandwidth_source)),
-                ("運算速率", flops),
-                ("  來源", _source_zh(self.flops_source)),
-                ("機器", f"{self.host}，{self.cores} 個可用核心，{self.measured_at}"),
-                ("量測前 / 後的負載平均（1 分鐘）", f"{self.load_before:.2f} / {self.load_after:.2f}"),
-            ], columns=["", "值"]).set_index("")
+        from ..lang.i18n import t
         flops = (f"{self.flops / GB:,.1f} GFLOP/s" if math.isfinite(self.flops)
-                 else "not known")
+                 else t("roofline.machine.not_known"))
         return pd.DataFrame([
-            ("memory bandwidth", f"{self.bandwidth / GB:,.2f} GB/s"),
-            ("  from", self.bandwidth_source),
-            ("arithmetic rate", flops),
-            ("  from", self.flops_source),
-            ("machine", f"{self.host}, {self.cores} usable cores, {self.measured_at}"),
-            ("load average (1 min) before / after",
-             f"{self.load_before:.2f} / {self.load_after:.2f}"),
-        ], columns=["", "value"]).set_index("")
+            (t("roofline.machine.bandwidth"), f"{self.bandwidth / GB:,.2f} GB/s"),
+            (t("roofline.machine.from"), source_text(self.bandwidth_source)),
+            (t("roofline.machine.flops"), flops),
+            (t("roofline.machine.from"), source_text(self.flops_source)),
+            (t("roofline.machine.host"), t("roofline.machine.host_line", host=self.host,
+                                           cores=self.cores, when=self.measured_at)),
+            (t("roofline.machine.load"), f"{self.load_before:.2f} / {self.load_after:.2f}"),
+        ], columns=["", t("table.value")]).set_index("")
 
 
 def measure_bandwidth(nbytes: int | None = None, repeats: int | None = None,
@@ -153,27 +142,15 @@ def measure_matmul(n: int | None = None, repeats: int = 3) -> float:
     return 2 * n ** 3 / best
 
 
-# Where a machine's figures came from (the words measure_machine writes), in Chinese.
-_SOURCES_ZH = [
-    (r"^measured: best of (\d+) sums of a (\d+) MiB numpy array on (\d+) thread\(s\)$",
-     r"實測：用 \3 個執行緒對 \2 MiB 的 numpy 陣列求和 \1 次，取最快的一次"),
-    (r"^measured: numpy float32 matrix product, (\d+) x (\d+), best of 3$",
-     r"實測：numpy float32 矩陣乘法，\1 × \2，3 次取最快"),
-    (r"^given$", "由呼叫者給定"),
-    (r"^not known \(numpy measures the CPU only; pass flops= from the GPU's datasheet\)$",
-     "未知（numpy 只能量 CPU；請用 flops= 傳入 GPU 規格表上的數字）"),
-    (r"^NVML peak for GPU (\d+) \((.+)\): (\d+)-bit bus x (\S+) MHz max memory clock x 2 "
-     r"\(double data rate\)$",
-     r"NVML 峰值，GPU \1（\2）：\3 位元匯流排 × 最高記憶體時脈 \4 MHz × 2（雙倍資料速率）"),
-]
-
-
-def _source_zh(text: str) -> str:
-    """A figure's source in Chinese when it is one measure_machine writes; else as it is."""
-    for pattern, chinese in _SOURCES_ZH:
-        if re.match(pattern, text):
-            return re.sub(pattern, chinese, text)
-    return text
+def source_text(source: dict | str, lang: str | None = None) -> str:
+    """Where a machine's figure came from, in words: a source :func:`measure_machine` recorded
+    (``{"kind": "numpy-sum", "repeats": 3, ...}``) as its catalogue message
+    ``roofline.source.<kind>`` in ``lang``; words a caller gave, as they are."""
+    if isinstance(source, str):
+        return source
+    from ..lang.i18n import t
+    figures = {k: v for k, v in source.items() if k != "kind"}
+    return t(f"roofline.source.{source['kind']}", lang, **figures)
 
 
 def peak_bandwidth(bus_width_bits: int, max_memory_clock_mhz: float) -> float:
@@ -186,7 +163,7 @@ def peak_bandwidth(bus_width_bits: int, max_memory_clock_mhz: float) -> float:
     return bus_width_bits / 8 * max_memory_clock_mhz * 1e6 * 2
 
 
-def nvml_peak_bandwidth(index: int = 0) -> tuple[float, str]:
+def nvml_peak_bandwidth(index: int = 0) -> tuple[float, dict]:
     """(peak bytes/s, where it came from) for GPU ``index``, from NVML's memory bus width and
     maximum memory clock. Raises RuntimeError, saying why, when NVML cannot tell."""
     try:
@@ -207,8 +184,8 @@ def nvml_peak_bandwidth(index: int = 0) -> tuple[float, str]:
         raise RuntimeError(f"NVML could not read GPU {index}'s memory bus: {exc}") from None
     finally:
         pynvml.nvmlShutdown()
-    return peak_bandwidth(bits, mhz), (f"NVML peak for GPU {index} ({name}): {bits}-bit bus x "
-                                       f"{mhz:g} MHz max memory clock x 2 (double data rate)")
+    return peak_bandwidth(bits, mhz), {"kind": "nvml-peak", "index": index, "name": name,
+                                       "bits": bits, "mhz": f"{mhz:g}"}
 
 
 def measure_machine(*, gpu: bool = False, flops: float | None = None,
@@ -227,18 +204,16 @@ def measure_machine(*, gpu: bool = False, flops: float | None = None,
     if gpu:
         bandwidth, bw_source = nvml_peak_bandwidth()
         rate = flops if flops is not None else math.inf
-        rate_source = ("given" if flops is not None else
-                       "not known (numpy measures the CPU only; pass flops= from the "
-                       "GPU's datasheet)")
+        rate_source = {"kind": "given" if flops is not None else "gpu-flops-unknown"}
     else:
         threads, nbytes, repeats = usable_cores(), pick(256 * MiB, 1024 * MiB), pick(3, 5)
         bandwidth = measure_bandwidth(nbytes, repeats, threads)
-        bw_source = (f"measured: best of {repeats} sums of a {nbytes // MiB} MiB numpy "
-                     f"array on {threads} thread(s)")
+        bw_source = {"kind": "numpy-sum", "repeats": repeats, "mib": nbytes // MiB,
+                     "threads": threads}
         n = pick(1024, 2048)
         rate = flops if flops is not None else measure_matmul(n)
-        rate_source = ("given" if flops is not None else
-                       f"measured: numpy float32 matrix product, {n} x {n}, best of 3")
+        rate_source = ({"kind": "given"} if flops is not None else
+                       {"kind": "numpy-matmul", "n": n})
     m = Machine(bandwidth, rate, bw_source, rate_source, platform.node(), usable_cores(),
                 time.strftime("%Y-%m-%d %H:%M:%S %Z"), load_before, os.getloadavg()[0])
     if keep:
@@ -391,19 +366,6 @@ def decode_bound(m: Machine, c: ModelCost, batch: int, context: float = 0) -> st
     moving, computing = step_times(m, c, tokens=batch, logits=batch, kv_cells=cells,
                                    attention_cells=cells)
     return "bandwidth" if moving >= computing else "compute"
-
-
-def _bound_text(value, lang):
-    """A ``decode_bound`` cell as people read it (labkit.lang.i18n.show)."""
-    return {"bandwidth": "頻寬", "compute": "運算"}.get(value, value) if lang == "zh-TW" else value
-
-
-def _register_values() -> None:
-    from ..lang.i18n import VALUES
-    VALUES.setdefault("decode_bound", _bound_text)
-
-
-_register_values()
 
 
 def crossover_batch(m: Machine, c: ModelCost, context: float = 0) -> float:

@@ -58,6 +58,49 @@ CATALOGUE: dict[str, dict[str, str]] = {
                           "zh-TW": "{wall} 秒生成 {n} 個 token = {tps} tok/s（載入 {load} 秒，"
                                    "n_gpu_layers={ngl}）：{text}"},
     "doctor.skipped": {"en": "skipped ({why})", "zh-TW": "已略過（{why}）"},
+    # the roofline's machine figures (labkit.costs.roofline.Machine.table) and their sources
+    "roofline.machine.bandwidth": {"en": "memory bandwidth", "zh-TW": "記憶體頻寬"},
+    "roofline.machine.flops": {"en": "arithmetic rate", "zh-TW": "運算速率"},
+    "roofline.machine.from": {"en": "  from", "zh-TW": "  來源"},
+    "roofline.machine.host": {"en": "machine", "zh-TW": "機器"},
+    "roofline.machine.host_line": {"en": "{host}, {cores} usable cores, {when}",
+                                   "zh-TW": "{host}，{cores} 個可用核心，{when}"},
+    "roofline.machine.load": {"en": "load average (1 min) before / after",
+                              "zh-TW": "量測前 / 後的負載平均（1 分鐘）"},
+    "roofline.machine.not_known": {"en": "not known", "zh-TW": "未知"},
+    "table.value": {"en": "value", "zh-TW": "值"},
+    # the capacity calculator's summary (labkit.costs.capacity.Capacity.table)
+    "capacity.model": {"en": "model", "zh-TW": "模型"},
+    "capacity.bytes_per_token": {"en": "KV bytes per token", "zh-TW": "每個 token 的 KV 位元組"},
+    "capacity.bytes_per_token_value": {"en": "{bytes} B ({kv_type})", "zh-TW": "{bytes} B（{kv_type}）"},
+    "capacity.configured": {"en": "configured", "zh-TW": "設定"},
+    "capacity.configured_value": {"en": "-c {n_ctx} -np {slots} {mode}: {n_ctx_slot} tokens per slot",
+                                  "zh-TW": "-c {n_ctx} -np {slots}，{mode}：每個槽位 {n_ctx_slot} 個 token"},
+    "capacity.unified": {"en": "unified", "zh-TW": "統一 KV"},
+    "capacity.split": {"en": "split", "zh-TW": "分割 KV"},
+    "capacity.kv_for_c": {"en": "KV cache for -c", "zh-TW": "-c 的 KV 快取"},
+    "capacity.weights": {"en": "weights + overhead", "zh-TW": "權重 + 額外開銷"},
+    "capacity.needed": {"en": "needed / GPU", "zh-TW": "所需 / GPU"},
+    "capacity.fits": {"en": "fits", "zh-TW": "放得下"},
+    "capacity.does_not_fit": {"en": "does NOT fit", "zh-TW": "放不下"},
+    "capacity.budget": {"en": "KV budget", "zh-TW": "KV 預算"},
+    "capacity.budget_value": {"en": "{gib} GiB = {cells} tokens", "zh-TW": "{gib} GiB = {cells} 個 token"},
+    "capacity.conversations": {"en": "conversations of {tokens} tokens", "zh-TW": "{tokens} token 的對話數"},
+    "roofline.source.numpy-sum": {
+        "en": "measured: best of {repeats} sums of a {mib} MiB numpy array on {threads} thread(s)",
+        "zh-TW": "實測：用 {threads} 個執行緒對 {mib} MiB 的 numpy 陣列求和 {repeats} 次，取最快的一次"},
+    "roofline.source.numpy-matmul": {
+        "en": "measured: numpy float32 matrix product, {n} x {n}, best of 3",
+        "zh-TW": "實測：numpy float32 矩陣乘法，{n} × {n}，3 次取最快"},
+    "roofline.source.given": {"en": "given", "zh-TW": "由呼叫者給定"},
+    "roofline.source.gpu-flops-unknown": {
+        "en": "not known (numpy measures the CPU only; pass flops= from the GPU's datasheet)",
+        "zh-TW": "未知（numpy 只能量 CPU；請用 flops= 傳入 GPU 規格表上的數字）"},
+    "roofline.source.nvml-peak": {
+        "en": "NVML peak for GPU {index} ({name}): {bits}-bit bus x {mhz} MHz max memory clock "
+              "x 2 (double data rate)",
+        "zh-TW": "NVML 峰值，GPU {index}（{name}）：{bits} 位元匯流排 × 最高記憶體時脈 {mhz} MHz "
+                 "× 2（雙倍資料速率）"},
     "doctor.cjk_font": {"en": "{family} (plots can show Chinese labels)",
                         "zh-TW": "{family}（圖表可顯示中文標籤）"},
     "doctor.no_cjk_font": {"en": "none: plots keep English labels; install one with "
@@ -324,22 +367,86 @@ def heading(name: str, headings: dict[str, str] | None = None) -> str:
     return name
 
 
-# Cell values people read in a column (a verdict, a note): column -> function(value, lang) giving
-# the Chinese text. Registered by the module that writes the values (labkit.bench.worksheet),
-# so this module imports none of them; :func:`show` applies them, to a copy.
-VALUES: dict[str, object] = {}
+# ---------------------------------------------------------------------------- table cells
+
+#: The worksheet's column titles in English (its Markdown table, and the gates a verdict names);
+#: their Chinese are in :data:`HEADINGS`.
+TITLES = {
+    "server": "server / version", "model_sha256": "model sha256", "kv_mode": "KV mode",
+    "pool_n_ctx": "pool n_ctx", "slots": "slots", "n_ctx_slot": "per-slot cap (actual)",
+    "in_flight": "in-flight", "load": "load", "workload": "workload",
+    "cache_prompt": "cache_prompt", "rounds": "rounds", "wall_s": "wall s",
+    "output_tok_s": "output tok/s", "ttft_p50_s": "TTFT p50 s", "ttft_p90_s": "TTFT p90 s",
+    "ttft_max_s": "TTFT max s", "completion_p50_s": "completion p50 s",
+    "completion_max_s": "completion max s", "errors": "errors", "correct": "correct",
+    "n_requests": "requests", "sampled_peak_mib": "sampled peak MiB", "memory": "memory",
+    "fits_context": "fits context", "ttft_ok": "TTFT ok", "all_correct": "all correct",
+    "verdict": "verdict", "output_tok_s_rounds": "output tok/s per round",
+}
+
+#: Words a worksheet writes in its cells, and their Chinese.
+WORKSHEET_WORDS = {
+    "not graded (timing only)": "不評分（只量時間）",
+    "not graded (synthetic weights)": "不評分（合成權重）",
+    "sampled peak RSS of the server process (no GPU in use; psutil)":
+        "伺服器行程的取樣峰值 RSS（沒有使用 GPU；psutil）",
+    "sampled peak GPU memory of the server process (NVML)": "伺服器行程的取樣峰值 GPU 記憶體（NVML）",
+    "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
+    "not measured": "未測量",
+}
+
+#: Cell values people read, by column: the program's value -> its Chinese. The data keeps the
+#: program's words (code, CSV files and the classroom compare them); :func:`show` and
+#: :func:`value` put these in their place, on a copy.
+CELL_WORDS = {
+    "decode_bound": {"bandwidth": "頻寬", "compute": "運算"},
+    **{column: WORKSHEET_WORDS for column in ("verdict", "correct", "all_correct", "memory")},
+}
+
+UNGRADED_NOTE = " (fits context and TTFT only: answers not graded)"
+
+
+def verdict_text(verdict: str, lang: str | None = None) -> str:
+    """A worksheet's verdict ("pass", "fail: TTFT ok, all correct", with its note on ungraded
+    answers) as people read it in ``lang`` (default: the language in use)."""
+    if (lang or language()) != "zh-TW" or not isinstance(verdict, str):
+        return verdict
+    by_title = {title: HEADINGS.get(key, title) for key, title in TITLES.items()}
+    text, note = verdict, ""
+    if text.endswith(UNGRADED_NOTE):
+        text, note = text[: -len(UNGRADED_NOTE)], "（只看上下文與首字等待：答案未評分）"
+    if text == "pass":
+        return "通過" + note
+    if text.startswith("fail: "):
+        gates = [by_title.get(g.strip(), g.strip()) for g in text[len("fail: "):].split(",")]
+        return "未通過：" + "、".join(gates) + note
+    return verdict
+
+
+def worksheet_value(v, lang: str | None = None):
+    """A worksheet cell as people read it: a verdict, "not graded (...)" or the memory label in
+    Chinese under zh-TW; anything else as it is."""
+    if (lang or language()) != "zh-TW" or not isinstance(v, str):
+        return v
+    if v.startswith("pass") or v.startswith("fail: "):
+        return verdict_text(v, "zh-TW")
+    return WORKSHEET_WORDS.get(v, v)
 
 
 def value(column: str, v, lang: str | None = None):
-    """One cell of ``column`` as people read it in ``lang`` (see :data:`VALUES`)."""
-    f = VALUES.get(column)
-    return f(v, lang or language()) if f is not None else v
+    """One cell of ``column`` as people read it in ``lang`` (see :data:`CELL_WORDS`)."""
+    if column not in CELL_WORDS or (lang or language()) != "zh-TW" or not isinstance(v, str):
+        return v
+    if column == "verdict":
+        return worksheet_value(v, "zh-TW")
+    return CELL_WORDS[column].get(v, v)
 
 
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
     """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
     names of its index and column levels) renamed with :func:`heading` (``headings`` first,
-    then :data:`HEADINGS` and :data:`HEADING_PATTERNS`); unchanged in English. The
+    then :data:`HEADINGS` and :data:`HEADING_PATTERNS`) and its cells' words with
+    :func:`value`; unchanged in English. The
     data and the original table are untouched, so code keeps using the program's names."""
     if (lang or language()) != "zh-TW":
         return table
@@ -350,11 +457,10 @@ def show(table, headings: dict[str, str] | None = None, lang: str | None = None)
             out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
                                    for n in out.index.names])
         return out
-    values = {c: VALUES[c] for c in table.columns if isinstance(c, str) and c in VALUES}
-    if values:
-        lang = lang or language()
-        table = table.assign(**{c: table[c].map(lambda v, f=f: f(v, lang))
-                                for c, f in values.items()})
+    words = [c for c in table.columns if isinstance(c, str) and c in CELL_WORDS]
+    if words:
+        table = table.assign(**{c: table[c].map(lambda v, c=c: value(c, v, "zh-TW"))
+                                for c in words})
     out = table.rename(columns=lambda c: heading(c, headings) if isinstance(c, str) else c)
     if out.columns.names and any(isinstance(n, str) for n in out.columns.names):
         out.columns = out.columns.set_names([heading(n, headings) if isinstance(n, str) else n
