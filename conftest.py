@@ -23,12 +23,43 @@ LLAMA_LOADERS = ("llama_model_load_from_file", "llama_load_model_from_file",
                  "llama_model_load_from_splits")
 
 
+# The default run executes each notebook's code once: the English notebooks under nbval (the
+# Chinese twins' code cells equal theirs, which tests/test_editions.py proves without running
+# them), and in the browser one notebook per widget kind and edition. What it leaves out is
+# marked `again`: the Chinese notebooks under nbval and their worked solutions, the other
+# browser notebooks. `--lane` chooses: `default` leaves the `again` tests out (unless they are
+# all that was collected, as in `pytest notebooks/zh-TW`: naming them asks for them), `again`
+# runs only them (.ci/run runs it after the default), `all` runs everything.
+LANES = ("default", "again", "all")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--lane", choices=LANES, default="default",
+                     help="default: each notebook's code once (the `again` tests left out); "
+                          "again: only the `again` tests; all: both")
+
+
+def _runs_again(item) -> bool:
+    return item.get_closest_marker("again") is not None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """The notebooks' cells run in a Jupyter kernel: slow."""
+    """The notebooks' cells run in a Jupyter kernel: slow; those of the Chinese edition run
+    again what the English ones run. Then the lane keeps its tests and deselects the rest."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
+            if "zh-TW" in item.path.parts:
+                item.add_marker(pytest.mark.again)
+    lane = config.getoption("lane")
+    if lane == "all" or (lane == "default" and all(map(_runs_again, items))):
+        return
+    wanted = lane == "again"
+    dropped = [item for item in items if _runs_again(item) != wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if _runs_again(item) == wanted]
 
 
 def pytest_sessionstart(session):

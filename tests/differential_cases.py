@@ -25,9 +25,9 @@ streamed: ``plain.*``, ``streamed.*`` and ``agree``, whether the two texts are e
 ``repeat`` (the body sent ``times`` times, the last answer observed), ``metrics`` (/metrics
 before and after one request: ``names.<metric>`` and ``delta.<metric>``), ``concurrent``
 (``times`` copies at once: ``n_failed``, ``n_ok``), ``disconnect`` (a non-streaming client
-that leaves: ``freed``, whether its slot is free 10 s later), ``facts`` (the startup log's
-facts: ``n_slots``, ``n_ctx_slot``, ``kv_unified``) and ``startup`` (a server that must not
-start, from :data:`STARTUP_FAULTS`: ``returncode``, ``reason``).
+that leaves: ``freed``, whether its slot is free 10 s later) and ``facts`` (the startup log's
+facts: ``n_slots``, ``n_ctx_slot``, ``kv_unified``). Servers that must not start are compared
+in tests/test_faults.py.
 """
 
 from __future__ import annotations
@@ -48,9 +48,6 @@ FLAGS: dict[str, dict] = {
     # room for an answer that outlasts the disconnect check even on a fast machine
     "one-slot": dict(n_ctx=8192, n_slots=1, alias="local"),
 }
-
-# Startup faults (kind="startup"): what each server is started with.
-STARTUP_FAULTS = ("not-gguf", "truncated", "np-1000", "port-in-use")
 
 
 @dataclass
@@ -545,14 +542,6 @@ def _settings() -> list[Case]:
 
 def _faults() -> list[Case]:
     return [
-        Case("startup-not-gguf", "not-gguf", kind="startup", same=("returncode",),
-             match={"reason": r"GGUF"}, labkit={"returncode": 1}),
-        Case("startup-truncated", "truncated", kind="startup", same=("returncode",),
-             match={"reason": r"truncated|corrupted or incomplete"}, labkit={"returncode": 1}),
-        Case("startup-np-1000", "np-1000", kind="startup", same=("returncode",),
-             match={"reason": r"n_seq_max must be <= 256"}, labkit={"returncode": 1}),
-        Case("startup-port-in-use", "port-in-use", kind="startup", same=("returncode",),
-             match={"reason": r"couldn't bind HTTP server socket"}, labkit={"returncode": 1}),
         Case("kv-pool-exhausted", "kv-full", kind="concurrent", times=8,
              body={"prompt": "Once upon a time", "n_predict": 64, "ignore_eos": True,
                    "temperature": 0},

@@ -5,8 +5,13 @@ A notebook fails on any error output, on a code cell that never ran, and on a wi
 not render; in notebook 01, moving a slider of the batching panel must redraw the panel. One
 screenshot per notebook lands in results/browser/. Needs the `playwright` package and a
 `chromium` on PATH (`.ci/run` installs Debian's); without them the tests skip and say so.
+
+nbval runs every notebook's code already, so the default run drives only :data:`DRIVEN`:
+each kind of control panel once and each edition at least once. The other notebooks are
+marked `again` and run with ``--lane=again`` (.ci/run) or ``--lane=all``.
 """
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -16,14 +21,21 @@ import pytest
 
 from browser_support import JupyterLab, LabNotebook, browser_missing
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EDITIONS = NOTEBOOKS + sorted((ROOT / "notebooks" / "zh-TW").glob("*.ipynb"))   # both languages
+# Driven by default: one notebook per kind of control panel, English and Chinese both.
+DRIVEN = ("01_restaurant.ipynb", "03_kv_bytes.ipynb", "05_slots_live.ipynb",
+          "08_capacity_planning.ipynb", "zh-TW/04_split_vs_unified.ipynb",
+          "zh-TW/07_scheduling.ipynb", "zh-TW/classroom.ipynb")
 SCREENSHOTS = ROOT / "results" / "browser"
 # Quick mode takes seconds to minutes per notebook; a loaded 2-core machine is much slower.
 NOTEBOOK_TIMEOUT_S = 15 * 60
+
+
+def in_the_browser(test):
+    """Marks a test that drives JupyterLab in Chromium: slow, and in the browser lane."""
+    return pytest.mark.slow(pytest.mark.browser(test))
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +80,31 @@ def _name(path):
     return path.relative_to(ROOT / "notebooks").as_posix()
 
 
-@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: _name(p).removesuffix(".ipynb"))
+def _panels(path) -> set[str]:
+    """The kinds of control panel a notebook's code cells build (``widgets.gantt_panel``)."""
+    cells = nbformat.read(path, as_version=4).cells
+    return {m for c in cells if c.cell_type == "code"
+            for m in re.findall(r"\bwidgets\.(\w+_panel)\(", c.source)}
+
+
+def test_the_default_set_drives_every_panel_and_both_editions():
+    driven = [ROOT / "notebooks" / name for name in DRIVEN]
+    assert all(path in EDITIONS for path in driven), DRIVEN
+    every = set().union(*map(_panels, EDITIONS))
+    assert len(every) >= 7, every               # the panels of 01, 03, 04, 05, 07, 08, classroom
+    assert set().union(*map(_panels, driven)) == every
+    assert {"zh-TW" in path.parts for path in driven} == {False, True}
+
+
+def _lane(path):
+    """A notebook as a test parameter: those outside :data:`DRIVEN` run again."""
+    name = _name(path)
+    return pytest.param(path, id=name.removesuffix(".ipynb"),
+                        marks=() if name in DRIVEN else pytest.mark.again)
+
+
+@pytest.mark.parametrize("path", [_lane(p) for p in EDITIONS])
+@in_the_browser
 def test_notebook_runs_in_jupyterlab(path, lab, notebook_page, capsys):
     name = _name(path)
     nb = LabNotebook(notebook_page, lab, name)
@@ -107,6 +143,7 @@ CHECKS_NOTEBOOK = [
 ]
 
 
+@in_the_browser
 def test_the_checks_see_what_a_learner_sees(lab, notebook_page):
     """The checks above on a notebook made to fail: they must name exactly the broken cells."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECKS_NOTEBOOK])

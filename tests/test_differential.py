@@ -3,8 +3,10 @@
 Every case of tests/differential_cases.py is sent to labkit's server and to the reference
 llama-server (the xllamacpp wheel, the `ref` extra) started with the same flags and the same
 model, and the two answers are compared as the case says. Each pair of servers is started once
-per flag set (the cases are run grouped by flag set) and always stopped. Skipped when
-xllamacpp is not installed.
+per flag set (the cases are run grouped by flag set, the base flag set last: the session's
+server pool, tests/conftest.py, hands that pair on to tests/test_differential_engine.py) and
+always stopped. Skipped when xllamacpp is not installed. The startup faults, compared with
+llama-server's, are in tests/test_faults.py.
 
     pytest tests/test_differential.py -s        # -s prints what each server answered
 """
@@ -19,14 +21,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from differential_cases import CASES, FLAGS, STARTUP_FAULTS, Case
-
-from labkit.server import launch as launcher
-from labkit.server.launch import ServerConfig, ServerFailedToStart, start
-from labkit.models.files import default_model_path
+from differential_cases import CASES, FLAGS, Case
 
 KINDS = ("labkit", "xllamacpp")
-ORDER = {name: i for i, name in enumerate([*FLAGS, *STARTUP_FAULTS])}
+# The order the flag sets run in: "base" last, so that its pair is still running when
+# tests/test_differential_engine.py asks for the same one.
+ORDER = {name: i for i, name in enumerate([*(f for f in FLAGS if f != "base"), "base"])}
 
 
 class _Missing:
@@ -39,36 +39,12 @@ MISSING = _Missing()   # what get() returns for a path an answer does not have
 
 # ---------------------------------------------------------------------------- servers
 
-class Pair:
-    """labkit's server and llama-server, both started with one flag set. Asking for another
-    flag set stops these first, so at most two servers run at a time."""
-
-    def __init__(self):
-        self.flags: str | None = None
-        self.servers: dict = {}
-
-    def get(self, flags: str) -> dict:
-        if flags != self.flags:
-            self.close()
-            for kind in KINDS:
-                self.servers[kind] = start(ServerConfig(kind=kind, **FLAGS[flags]))
-            self.flags = flags
-        return self.servers
-
-    def close(self) -> None:
-        for srv in self.servers.values():
-            srv.stop()
-        self.servers, self.flags = {}, None
-
-
-@pytest.fixture(scope="module")
-def pair():
+@pytest.fixture
+def pair(server_pool):
+    """labkit's server and llama-server started with one flag set of :data:`FLAGS` (its name):
+    {kind: server}, from the session's pool, so at most two servers run at a time."""
     pytest.importorskip("xllamacpp")
-    servers = Pair()
-    try:
-        yield servers
-    finally:
-        servers.close()
+    return lambda flags: server_pool.get(KINDS, **FLAGS[flags])
 
 
 # ---------------------------------------------------------------------------- observing
@@ -254,34 +230,6 @@ def observe(srv, case: Case) -> dict:
     raise ValueError(f"unknown kind {case.kind!r}")
 
 
-def startup_fault(kind: str, fault: str, tmp_path: Path, monkeypatch) -> dict:
-    """Start a server that must not start; how it failed."""
-    settings: dict = {"n_ctx": 1024}
-    if fault == "not-gguf":
-        path = tmp_path / "notes.gguf"
-        path.write_text("these are notes, not a model\n" * 50)
-        settings["model"] = str(path)
-    elif fault == "truncated":
-        data = default_model_path().read_bytes()
-        path = tmp_path / "half.gguf"
-        path.write_bytes(data[: len(data) // 2])
-        settings["model"] = str(path)
-    elif fault == "np-1000":
-        settings["n_slots"] = 1000
-    with socket.socket() as taken:
-        if fault == "port-in-use":
-            taken.bind(("127.0.0.1", 0))
-            taken.listen()
-            monkeypatch.setattr(launcher, "free_port", lambda: taken.getsockname()[1])
-        t0 = time.perf_counter()
-        try:
-            start(ServerConfig(kind=kind, **settings)).stop()
-        except ServerFailedToStart as exc:
-            return {"returncode": exc.returncode, "reason": exc.reason,
-                    "seconds": round(time.perf_counter() - t0, 2)}
-    return {"returncode": 0, "reason": "it started"}
-
-
 # ---------------------------------------------------------------------------- comparing
 
 def differences(case: Case, ours: dict, ref: dict) -> list[str]:
@@ -310,7 +258,7 @@ def differences(case: Case, ours: dict, ref: dict) -> list[str]:
 
 
 def _shown(case: Case, obs: dict) -> dict:
-    paths = [*case.same, *case.has, *case.match, *case.labkit, *case.reference, "seconds"]
+    paths = [*case.same, *case.has, *case.match, *case.labkit, *case.reference]
     return {p: get(obs, p) for p in dict.fromkeys(paths) if get(obs, p) is not MISSING}
 
 
@@ -321,12 +269,8 @@ def _param(case: Case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [_param(c) for c in sorted(CASES, key=lambda c: ORDER[c.flags])])
-def test_labkit_answers_as_llama_server_does(case, pair, tmp_path, monkeypatch):
-    if case.kind == "startup":
-        obs = {kind: startup_fault(kind, case.flags, tmp_path, monkeypatch) for kind in KINDS}
-    else:
-        servers = pair.get(case.flags)
-        obs = {kind: observe(srv, case) for kind, srv in servers.items()}
+def test_labkit_answers_as_llama_server_does(case, pair):
+    obs = {kind: observe(srv, case) for kind, srv in pair(case.flags).items()}
     ours, ref = obs["labkit"], obs["xllamacpp"]
     print(f"\n{case.name} [{case.flags}]\n  labkit:       {_shown(case, ours)}\n"
           f"  llama-server: {_shown(case, ref)}")

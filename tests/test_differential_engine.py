@@ -2,8 +2,10 @@
 probabilities, several choices and prompts, logit bias, penalties, seeds, characters cut by
 max_tokens, the full unified pool, a client that leaves, the metrics.
 
-Both servers (labkit's and llama.cpp's llama-server from the xllamacpp wheel) are started
-once for the module with the same flags on the same model, and always stopped. The two
+Both servers (labkit's and llama.cpp's llama-server from the xllamacpp wheel) run with the
+differential table's base flags on the same model: the session's server pool
+(tests/conftest.py) hands on the pair tests/test_differential.py ran its base cases on, and
+stops it after the last test here that talks to it. The two
 builds of llama.cpp compute slightly different logits, so log-probabilities are compared to
 0.2 and sampled text (temperature > 0) only within each server. The deliberate differences
 (docs/ENGINE.md, "Differences from llama-server") are held to what each server does.
@@ -15,17 +17,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from contextlib import ExitStack
 
 import httpx
 import pytest
+from differential_cases import FLAGS
 
 from labkit.server.launch import ServerConfig, launch
 
 pytestmark = pytest.mark.slow
 
 KINDS = ("labkit", "xllamacpp")
-FLAGS = dict(n_ctx=2048, n_slots=2, kv_unified=False, alias="local")
 CHAT, NATIVE, V1 = "/v1/chat/completions", "/completion", "/v1/completions"
 SYSTEM = [{"role": "system", "content": "You are terse."},
           {"role": "user", "content": "Name a colour."}]
@@ -33,12 +34,11 @@ YES = [{"role": "user", "content": "Say only the word yes."}]
 EMOJI = [{"role": "user", "content": "Reply with three emoji."}]
 
 
-@pytest.fixture(scope="module")
-def servers():
+@pytest.fixture
+def servers(server_pool):
+    """{kind: server}: both servers started with the table's base flags."""
     pytest.importorskip("xllamacpp")
-    with ExitStack() as stack:
-        yield {kind: stack.enter_context(launch(ServerConfig(kind=kind, **FLAGS)))
-               for kind in KINDS}
+    return server_pool.get(KINDS, **FLAGS["base"])
 
 
 def post(srv, path, body, timeout=300):

@@ -2,16 +2,20 @@
 
 Startup: a server that cannot serve exits at once with status 1 and one error line naming the
 cause, and the launcher reports it as soon as the process exits (timings are printed, not
-asserted: timing targets belong in benchmarks). Requests: every error is llama-server's JSON
-shape, an unexpected exception included. Processes: a server dies with the process that
-started it, not with the thread. ``labkit bench`` stopped with Ctrl-C keeps its finished runs.
+asserted: timing targets belong in benchmarks); llama-server (the xllamacpp wheel, the `ref`
+extra) started the same way fails alike. Requests: every error is llama-server's JSON shape,
+an unexpected exception included. Processes: a server dies with the process that started it,
+not with the thread. ``labkit bench`` stopped with Ctrl-C keeps its finished runs.
 
-What llama-server itself does in each case is checked side by side in tests/test_differential.py.
+What llama-server does with each request fault is checked side by side in
+tests/test_differential.py.
 """
 
+import importlib.util
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -52,29 +56,50 @@ def _too_many_slots(tmp_path):
 
 
 STARTUP_FAILURES = [
-    # (name, settings, what the one error line must say)
-    ("not-gguf", _not_gguf, "not a GGUF file"),
-    ("truncated", _truncated, "truncated GGUF file"),
-    ("np-1000", _too_many_slots, "n_seq_max must be <= 256"),
+    # (name, settings, what labkit's one error line must say, what both servers' reasons match)
+    ("not-gguf", _not_gguf, "not a GGUF file", r"GGUF"),
+    ("truncated", _truncated, "truncated GGUF file", r"truncated|corrupted or incomplete"),
+    ("np-1000", _too_many_slots, "n_seq_max must be <= 256", r"n_seq_max must be <= 256"),
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,make,says", STARTUP_FAILURES, ids=[c[0] for c in STARTUP_FAILURES])
-def test_a_server_that_cannot_load_exits_at_once_saying_why(tmp_path, name, make, says):
-    cfg = ServerConfig(n_ctx=1024, **make(tmp_path))
+def _fails_to_start(cfg: ServerConfig) -> tuple[ServerFailedToStart, float]:
+    """Start a server that must not start: what the launcher raised, and after how many seconds."""
     t0 = time.perf_counter()
     with pytest.raises(ServerFailedToStart) as failed:
         start(cfg)
-    took = time.perf_counter() - t0
-    print(f"\n{name}: launcher reported exit {failed.value.returncode} after {took:.2f} s: "
-          f"{failed.value.reason}")
-    assert failed.value.returncode == 1
-    assert says in failed.value.reason and says in str(failed.value).splitlines()[0]
+    return failed.value, time.perf_counter() - t0
+
+
+def _llama_server_fails_alike(settings: dict, reason: str):
+    """llama-server started with the same settings exits as labkit's server does: status 1,
+    soon, for a reason matching ``reason``. Not compared (and said so) without xllamacpp."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        print("llama-server: not compared, xllamacpp is not installed (the `ref` extra)")
+        return
+    failed, took = _fails_to_start(ServerConfig(kind="xllamacpp", **settings))
+    print(f"llama-server: exit {failed.returncode} after {took:.2f} s: {failed.reason}")
+    assert failed.returncode == 1
+    assert re.search(reason, failed.reason), f"llama-server's reason: {failed.reason!r}"
     assert took < FAST_ENOUGH_S
-    log = failed.value.log_path.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,make,says,both_say", STARTUP_FAILURES,
+                         ids=[c[0] for c in STARTUP_FAILURES])
+def test_a_server_that_cannot_load_exits_at_once_saying_why(tmp_path, name, make, says,
+                                                            both_say):
+    settings = dict(n_ctx=1024, **make(tmp_path))
+    failed, took = _fails_to_start(ServerConfig(**settings))
+    print(f"\n{name}: launcher reported exit {failed.returncode} after {took:.2f} s: "
+          f"{failed.reason}")
+    assert failed.returncode == 1
+    assert says in failed.reason and says in str(failed).splitlines()[0]
+    assert took < FAST_ENOUGH_S
+    log = failed.log_path.read_text()
     assert len([ln for ln in log.splitlines() if " E labkit.server: " in ln]) == 1
     assert "listening" not in log or name == "np-1000"   # loading starts after the bind
+    _llama_server_fails_alike(settings, both_say)
 
 
 @pytest.mark.slow
@@ -84,17 +109,15 @@ def test_a_port_in_use_is_an_error_before_listening(monkeypatch):
         taken.listen()
         port = taken.getsockname()[1]
         monkeypatch.setattr(launcher, "free_port", lambda: port)
-        t0 = time.perf_counter()
-        with pytest.raises(ServerFailedToStart) as failed:
-            start(ServerConfig(n_ctx=1024))
-        took = time.perf_counter() - t0
-    print(f"\nport in use: launcher reported exit {failed.value.returncode} after {took:.2f} s: "
-          f"{failed.value.reason}")
-    assert failed.value.returncode == 1
-    assert f"couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}" in \
-        failed.value.reason
-    assert "listening" not in failed.value.log_path.read_text()
-    assert took < FAST_ENOUGH_S
+        failed, took = _fails_to_start(ServerConfig(n_ctx=1024))
+        print(f"\nport in use: launcher reported exit {failed.returncode} after {took:.2f} s: "
+              f"{failed.reason}")
+        assert failed.returncode == 1
+        assert f"couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}" in \
+            failed.reason
+        assert "listening" not in failed.log_path.read_text()
+        assert took < FAST_ENOUGH_S
+        _llama_server_fails_alike({"n_ctx": 1024}, r"couldn't bind HTTP server socket")
 
 
 @pytest.mark.slow

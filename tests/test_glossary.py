@@ -10,7 +10,7 @@ from labkit.exercises import choice
 def test_docs_glossary_is_generated_from_the_package():
     doc = Path(__file__).resolve().parents[1] / "docs" / "GLOSSARY.md"
     assert doc.read_text(encoding="utf-8") == glossary.markdown(), \
-        "regenerate: python -c \"from labkit import glossary; " \
+        "regenerate: python -c \"from labkit.lang import glossary; " \
         "open('docs/GLOSSARY.md','w',encoding='utf-8').write(glossary.markdown())\""
 
 

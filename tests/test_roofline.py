@@ -267,7 +267,9 @@ def test_table_and_plot_read_a_sweep():
 # ------------------------------------------------------------------ on the real engine
 
 @pytest.mark.slow
-def test_a_short_sweep_on_the_engine():
+def test_a_short_sweep_on_the_engine(monkeypatch):
+    loads = iter([1.25])         # the first reading (before the sweep), then 2.5 for any later
+    monkeypatch.setattr(rl.os, "getloadavg", lambda: (next(loads, 2.5), 0.0, 0.0))
     df = rl.sweep(batches=(1, 2), prompt_tokens=32, new_tokens=4, m=M)
     assert list(zip(df["batch"], df["phase"])) == [(1, "decode"), (1, "prefill"),
                                                    (2, "decode"), (2, "prefill")]
@@ -282,4 +284,4 @@ def test_a_short_sweep_on_the_engine():
     assert list(steps["batch"]) == [1] * 4 + [2] * 4 and steps["dur_s"].gt(0).all()
     assert (df["measured_tok_s"] > 0).all() and (df["ratio"] > 0).all()
     assert df.attrs["prompt_tokens"] == 32 and df.attrs["machine"] is M
-    assert df.attrs["load_before"] >= 0
+    assert (df.attrs["load_before"], df.attrs["load_after"]) == (1.25, 2.5)

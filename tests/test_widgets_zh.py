@@ -54,7 +54,7 @@ def test_panels_speak_chinese(monkeypatch):
     fonts.setup(quiet=True)
     for name, panel in _panels().items():
         assert CJK.search(panel.title), name
-        ui = panel.widget()
+        head, controls, output = panel.widget().children
         for key, w in panel._widgets.items():
             if w.description in FLAGS:
                 continue
@@ -64,7 +64,11 @@ def test_panels_speak_chinese(monkeypatch):
             warnings.filterwarnings("error", message=r".*(missing from font|Glyph).*")
             panel.figure.canvas.draw()
         assert any(CJK.search(t) for t in _figure_texts(panel.figure)), name
-        assert ui is not None
+        # What the notebook shows: the title, these controls, the figure and then the result.
+        assert head.value == f"<b>{panel.title}</b>", name
+        assert list(controls.children) == list(panel._widgets.values()), name
+        figure, _result = output.outputs
+        assert figure["data"]["text/plain"].startswith("<Figure size"), name
     gates = widgets.gates_panel(_bench_rows(), 2.5)
     assert "判定" in gates.shown().columns and "verdict" in gates.result.columns
     load = widgets.load_panel()

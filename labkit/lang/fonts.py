@@ -10,7 +10,7 @@ matplotlib, and the system's font folders, for fonts by name), then adds it at t
 With no CJK font installed, :func:`setup` says once how to install one and returns None;
 plots should then keep English labels. :func:`label` does that choice for a caller::
 
-    from labkit import fonts
+    from labkit.lang import fonts
     fonts.setup()
     ax.set_title(fonts.label("Throughput by slot count", "不同槽位數的吞吐"))
 

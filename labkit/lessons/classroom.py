@@ -4,7 +4,7 @@ Each learner exports a worksheet with ``labkit bench`` or notebook 05 (``result.
 a folder holding ``worksheet.csv`` and ``environment.json``. An instructor collects the
 folders (or just the CSV files) and::
 
-    from labkit import classroom
+    from labkit.lessons import classroom
     merged = classroom.merge(["alice/", "bob/", "carol/worksheet.csv"])
     classroom.recipes(merged)          # same model? same server? which machine?
     classroom.comparison(merged)       # learner x configuration, output tok/s

@@ -7,7 +7,7 @@ process and keeping its step trace (:func:`run_requests`), the stopwatch of note
 the live experiments of notebooks 06 and 07 (:func:`queue_burst`, :func:`extract_then_sort`,
 :func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach most of them as ``nb.ask`` and
 so on, through :mod:`labkit.notebook`, which re-exports them, and the stopwatch helpers as
-``live.source_lines`` (``from labkit import live``); this module never imports the facade.
+``live.source_lines`` (``from labkit.lessons import live``); this module never imports the facade.
 """
 
 from __future__ import annotations
