@@ -1,11 +1,11 @@
-"""llama-server's generation fields read as it reads them (labkit/server/fields.py): pure
+"""llama-server's generation fields read as it reads them (labkit/server/validate.py): pure
 logic, no model. What llama-server does with each was measured on the xllamacpp wheel; the
 same requests sent to both servers are in tests/test_differential_engine.py."""
 
 import pytest
 
 from labkit.engine import SamplingParams
-from labkit.server import fields
+from labkit.server import validate
 from labkit.server.validate import ApiError, chat_request, prompt_field, sampling_params
 
 USER = [{"role": "user", "content": "x"}]
@@ -22,12 +22,12 @@ INF = float("inf")
     ("not a bias", []),
 ])
 def test_logit_bias_forms(value, want):
-    assert fields.logit_bias(value) == want
+    assert validate.logit_bias(value) == want
 
 
 @pytest.mark.parametrize("body,chat,want", [
     ({"logprobs": True, "top_logprobs": 2}, True, 2),
-    ({"logprobs": True}, True, fields.DEFAULT_TOP_LOGPROBS),
+    ({"logprobs": True}, True, validate.DEFAULT_TOP_LOGPROBS),
     ({"logprobs": True, "top_logprobs": 0}, True, 0),
     ({"logprobs": True, "top_logprobs": -1}, True, -1),        # no probabilities at all
     ({"logprobs": 2}, True, 2),
@@ -38,13 +38,13 @@ def test_logit_bias_forms(value, want):
     ({}, False, 0),
 ])
 def test_how_many_top_tokens(body, chat, want):
-    assert fields.n_probs(body, chat) == want
+    assert validate.n_probs(body, chat) == want
 
 
 def test_top_logprobs_needs_logprobs_on_the_chat_route():
     with pytest.raises(ValueError, match="top_logprobs requires logprobs to be set to true"):
-        fields.n_probs({"top_logprobs": 2}, chat=True)
-    assert fields.n_probs({"top_logprobs": 2}, chat=False) == 0
+        validate.n_probs({"top_logprobs": 2}, chat=True)
+    assert validate.n_probs({"top_logprobs": 2}, chat=False) == 0
 
 
 @pytest.mark.parametrize("value,want", [
@@ -52,7 +52,7 @@ def test_top_logprobs_needs_logprobs_on_the_chat_route():
     (2**32 + 5, 5), (2**64, 0), (2**63 + 5, 5), (5.7, 5), (-1.5, None), (1e30, 0),
 ])
 def test_seed_is_read_into_32_bits_as_llama_server_reads_it(value, want):
-    assert fields.seed(value) == want
+    assert validate.seed(value) == want
 
 
 def test_penalties_and_their_limits():
@@ -93,20 +93,20 @@ def test_samplers_labkit_lacks_are_refused_by_name(key, value):
 
 
 def test_samplers_labkit_lacks_are_accepted_when_off():
-    off = {key: value for key, (value, _) in fields.UNSUPPORTED.items()}
-    sampling_params({**off, "samplers": fields.DEFAULT_SAMPLERS})
+    off = {key: value for key, (value, _) in validate.UNSUPPORTED.items()}
+    sampling_params({**off, "samplers": validate.DEFAULT_SAMPLERS})
 
 
 def test_n_choices_and_their_seeds():
-    assert fields.n_choices({}, 2) == 1 and fields.n_choices({"n": 2.9}, 2) == 2
+    assert validate.n_choices({}, 2) == 1 and validate.n_choices({"n": 2.9}, 2) == 2
     for n in (0, 3, -1):
         with pytest.raises(ValueError) as err:
-            fields.n_choices({"n": n}, 2)
+            validate.n_choices({"n": n}, 2)
         assert str(err.value) == f"Field 'n': Value must be between 1 <= value <= 2, but got {n}"
     p = SamplingParams(seed=42)
-    assert [fields.choice_params(p, k).seed for k in range(3)] == [42, 43, 44]
-    assert fields.choice_params(SamplingParams(), 1).seed is None    # random stays random
-    assert fields.choice_params(SamplingParams(seed=0xFFFFFFFE), 2).seed == 0
+    assert [validate.choice_params(p, k).seed for k in range(3)] == [42, 43, 44]
+    assert validate.choice_params(SamplingParams(), 1).seed is None    # random stays random
+    assert validate.choice_params(SamplingParams(seed=0xFFFFFFFE), 2).seed == 0
 
 
 @pytest.mark.parametrize("prompt,want", [
@@ -117,20 +117,20 @@ def test_n_choices_and_their_seeds():
     ([[1, 2], "Yo", [3, "z"]], [[1, 2], "Yo", [3, "z"]]),
 ])
 def test_completion_prompts(prompt, want):
-    assert fields.completion_prompts({"prompt": prompt}, prompt_field) == want
+    assert validate.completion_prompts({"prompt": prompt}, prompt_field) == want
 
 
 def test_completion_prompt_elements_are_checked():
     with pytest.raises(ValueError, match='"prompt" elements must be'):
-        fields.completion_prompts({"prompt": ["Hi", 5.5]}, prompt_field)
+        validate.completion_prompts({"prompt": ["Hi", 5.5]}, prompt_field)
     with pytest.raises(ApiError, match="'prompt' is empty"):
-        fields.completion_prompts({"prompt": ["Hi", ""]}, prompt_field)
+        validate.completion_prompts({"prompt": ["Hi", ""]}, prompt_field)
 
 
 def test_prompt_tokens_add_special_tokens_to_the_first_piece_only():
     def tok(text, special):
         return ([0] if special else []) + [ord(c) for c in text]
-    assert fields.prompt_tokens("ab", tok) == [0, 97, 98]
-    assert fields.prompt_tokens([5, 6], tok) == [5, 6]
-    assert fields.prompt_tokens(["a", 5, "b"], tok) == [0, 97, 5, 98]
-    assert fields.prompt_tokens([5, "b"], tok) == [5, 98]
+    assert validate.prompt_tokens("ab", tok) == [0, 97, 98]
+    assert validate.prompt_tokens([5, 6], tok) == [5, 6]
+    assert validate.prompt_tokens(["a", 5, "b"], tok) == [0, 97, 5, 98]
+    assert validate.prompt_tokens([5, "b"], tok) == [5, 98]

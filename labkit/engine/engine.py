@@ -45,7 +45,7 @@ from ..models import kv
 from .config import EngineConfig
 from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
                      add_log_sink, chat_template, detokenize, eog_tokens,
-                     remove_log_sink, tokenize)
+                     remove_log_sink, template_source, tokenize)
 from .request import (CONTEXT_EXCEEDED, ContextExceeded, Event, FinalEvent, QueueFull, Request,
                       RequestHandle, Timings, TokenEvent, usage)
 from .sampling import Sampler, SamplingParams, complete_utf8
@@ -125,9 +125,10 @@ class Engine:
 
         self._mem = self.ctx.memory
         self._vocab = self.model.vocab
+        self.n_vocab = self.model.n_vocab
         self._pieces = PieceTable(self._vocab)
-        self._eog_list = eog_tokens(self._vocab)
-        self._eog = frozenset(self._eog_list)
+        self.eog = eog_tokens(self._vocab)    # the end-of-generation tokens (ignore_eos bans them)
+        self._eog = frozenset(self.eog)
         self._template = None    # the chat template, read on first use
         self._batch = Batch(self.n_batch, n_slots)
         self._warmup()
@@ -149,6 +150,16 @@ class Engine:
 
     def detokenize(self, tokens: list[int]) -> str:
         return detokenize(self._vocab, list(tokens))
+
+    def token_pieces(self) -> PieceTable:
+        """A new table of the tokens' pieces with special tokens written out (``<|im_end|>``),
+        as llama-server's /tokenize shows them. One per thread: a table reuses one buffer."""
+        return PieceTable(self._vocab, special=True)
+
+    @property
+    def template_source(self) -> str:
+        """The chat template text of the model's GGUF metadata ("" when it has none)."""
+        return template_source(self.model)
 
     @property
     def template(self):
@@ -180,7 +191,7 @@ class Engine:
             raise ValueError("the prompt is empty")
         if len(prompt) >= self.n_ctx_slot:
             raise ContextExceeded(len(prompt), self.n_ctx_slot)
-        sampler = Sampler(self._vocab, params, self._eog_list)
+        sampler = Sampler(self._vocab, params, self.eog)
         req = Request(prompt, params, on_event, t_submit=self._now())
         handle = RequestHandle(req, self._wake)
         with self._cond:

@@ -122,6 +122,7 @@ class LlamaModel:
         if not self.ptr:
             raise RuntimeError(f"{path}: llama.cpp could not load this model")
         self.vocab = llama_cpp.llama_model_get_vocab(self.ptr)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
         self.n_ctx_train = llama_cpp.llama_model_n_ctx_train(self.ptr)
 
     def close(self) -> None:
@@ -259,18 +260,24 @@ def eog_tokens(vocab) -> list[int]:
     return [t for t in range(n) if llama_cpp.llama_vocab_is_eog(vocab, t)]
 
 
+def template_source(model: LlamaModel) -> str:
+    """The chat template text of the model's GGUF metadata ("" when it has none)."""
+    tmpl = llama_cpp.llama_model_chat_template(model.ptr, None)
+    return tmpl.decode("utf-8", errors="replace") if tmpl else ""
+
+
 def chat_template(model: LlamaModel):
     """The model's own chat template (:class:`labkit.engine.chat.ChatTemplate`), with the
     texts of its BOS and EOS tokens, as llama-server reads them."""
     from .chat import ChatTemplate
-    tmpl = llama_cpp.llama_model_chat_template(model.ptr, None)
+    tmpl = template_source(model)
     if not tmpl:
         raise ValueError("this model has no chat template in its GGUF metadata")
     vocab, special = model.vocab, PieceTable(model.vocab, special=True)
 
     def text(token: int) -> str:
         return special[token].decode("utf-8", errors="replace") if token >= 0 else ""
-    return ChatTemplate(tmpl.decode("utf-8"), text(llama_cpp.llama_vocab_bos(vocab)),
+    return ChatTemplate(tmpl, text(llama_cpp.llama_vocab_bos(vocab)),
                         text(llama_cpp.llama_vocab_eos(vocab)),
                         bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
                         bool(llama_cpp.llama_vocab_get_add_eos(vocab)))

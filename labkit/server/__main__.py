@@ -53,7 +53,8 @@ def main(argv=None) -> int:
     import uvicorn
 
     from ..engine import EngineConfig
-    from .app import ServerState, create_app
+    from .app import create_app
+    from .state import ServerState
     config = EngineConfig(model, **settings.values(args, settings.ENGINE))
     state = ServerState(config, alias=args.alias or model.rsplit("/", 1)[-1],
                         metrics=args.metrics, slots=args.slots_endpoint, api_key=args.api_key)

@@ -1,6 +1,11 @@
-"""The one error shape the server answers with: an HTTP status and llama-server's JSON body."""
+"""The one error shape the server answers with: an HTTP status and llama-server's JSON body
+(and :func:`unexpected`, the 500 of an exception nothing expected)."""
 
 from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("labkit.server")
 
 
 class ApiError(Exception):
@@ -14,3 +19,10 @@ class ApiError(Exception):
     def body(self) -> dict:
         return {"error": {"code": self.status, "message": self.message, "type": self.type,
                           **self.extra}}
+
+
+def unexpected(request, exc: Exception) -> ApiError:
+    """An exception nothing expected: log its traceback; llama-server's 500 ``server_error``."""
+    log.error("unexpected error on %s %s", request.method, request.url.path,
+              exc_info=(type(exc), exc, exc.__traceback__))
+    return ApiError(500, f"internal server error: {type(exc).__name__}: {exc}", "server_error")
