@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from differential_cases import CASES, FLAGS, Case
+from differential_cases import CASES, FLAGS, Case, builds_differ
 
 KINDS = ("labkit", "xllamacpp")
 # The order the flag sets run in: "base" last, so that its pair is still running when
@@ -263,7 +263,8 @@ def _shown(case: Case, obs: dict) -> dict:
 
 
 def _param(case: Case):
-    marks = [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
+    marks = ([pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else
+             [builds_differ(case.without_avx512)] if case.without_avx512 else [])
     return pytest.param(case, id=case.name, marks=marks)
 
 

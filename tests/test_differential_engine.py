@@ -20,7 +20,7 @@ import time
 
 import httpx
 import pytest
-from differential_cases import FLAGS
+from differential_cases import FLAGS, builds_differ
 
 from labkit.server.launch import ServerConfig, launch
 
@@ -92,8 +92,11 @@ def same_probs(a: list, b: list, tol=0.2):
     [{"role": "user", "content": "Say hi"}],
     [{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi!"},
      {"role": "user", "content": "Again"}],
-    [{"role": "user", "content": [{"type": "text", "text": "Say "},
-                                  {"type": "text", "text": "hi"}]}],
+    pytest.param([{"role": "user", "content": [{"type": "text", "text": "Say "},
+                                               {"type": "text", "text": "hi"}]}],
+                 marks=builds_differ("the same template and prompt tokens; the answer's third "
+                                     "token is '!' on labkit ('Hello there!') and ',' on "
+                                     "llama-server ('Hello there,')")),
     [{"role": "user", "content": "Say hi"}, {"role": "system", "content": "Be brief."}],
     [{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi"}],
 ], ids=["no-system", "multi-turn", "text-parts", "system-later", "prefill"])
@@ -147,6 +150,8 @@ def test_chat_logprobs_rules(servers):
     assert all("logprobs" not in answer["choices"][0] for _, answer in none.values())
 
 
+@builds_differ("the second token is ',' (logprob -0.93) on labkit and '.' (-1.36) on "
+               "llama-server, so the two answers differ from there")
 def test_native_probabilities_with_the_end_token_and_a_stop_string(servers):
     prompt = "<|im_start|>user\nSay only the word yes.<|im_end|>\n<|im_start|>assistant\n"
     body = {"prompt": prompt, "n_predict": 30, "temperature": 0, "n_probs": 1}
