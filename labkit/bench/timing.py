@@ -42,23 +42,12 @@ def answer_tokens(model_path: str, workload: Workload) -> int:
     """The median token count of the workload's expected answers (their JSON, as the prompt's
     worked example writes it), plus one for the end-of-turn token a real model ends with.
     Only the model's vocabulary is loaded, not its weights."""
-    import llama_cpp
-
-    from ..engine.native import install_log_router, quiet_llama, tokenize
-    install_log_router()
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    with quiet_llama():
-        model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), params)
-    if not model:
-        raise RuntimeError(f"{model_path}: llama.cpp could not read its vocabulary")
-    try:
-        vocab = llama_cpp.llama_model_get_vocab(model)
+    from ..engine.native import tokenize
+    from ..engine.vocabulary import vocabulary
+    with vocabulary(model_path) as vocab:
         counts = [len(tokenize(vocab, json.dumps(d.answer), add_special=False,
                                parse_special=False))
                   for d in workload.documents if d.answer is not None]
-    finally:
-        llama_cpp.llama_model_free(model)
     return int(statistics.median(counts)) + 1 if counts else workload.prompt.max_tokens
 
 
