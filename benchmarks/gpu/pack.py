@@ -154,9 +154,9 @@ def main(argv=None) -> int:
         pack_python(src, prefix, ver, out / "python")
     pins = download_wheels(out / "wheels")
     from labkit.models import synthetic
-    from labkit.tools.doctor import llama_build
+    from labkit.engine.build import build_facts
     synthetic.write_tokenizer(out / "tokenizer.gguf")
-    build = llama_build()
+    build = build_facts()
     manifest = {
         "llama_cpp_python": ver, "llama_cpp_commit": (build.get("llama_cpp_source") or {})
         .get("commit"), "sdist": tarball.name, "source_files": kept, "dropped_files": dropped,

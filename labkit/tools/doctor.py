@@ -36,90 +36,37 @@ def _pkg_version(name: str) -> str | None:
 
 
 def llama_build() -> dict:
-    """What the installed llama-cpp-python carries: version, GPU offload, CPU/GPU features."""
+    """What the installed llama-cpp-python carries (:func:`labkit.engine.build.build_facts`),
+    with ``ok``; when llama.cpp cannot be loaded, ``ok`` is False with the error and its fix."""
     try:
-        import llama_cpp
+        from ..engine.build import build_facts
+        facts = build_facts()
     except Exception as exc:  # ImportError, or OSError when the shared library fails to load
         return {"ok": False, "error": t("doctor.no_llama_cpp", error=exc),
                 "fix": t("doctor.fix_llama_cpp")}
-    info = llama_cpp.llama_print_system_info()
-    info = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
-    return {
-        "ok": True,
-        "version": getattr(llama_cpp, "__version__", None),
-        "gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
-        "devices": _ggml_devices(llama_cpp),
-        "llama_cpp_source": _build_info(llama_cpp),
-        "system_info": info.strip(),
-    }
-
-
-def _ggml_devices(llama_cpp) -> list[str]:
-    """The compute devices ggml registered (CPU, CUDA0, Metal, ...), when the binding exposes them."""
-    try:
-        g = llama_cpp.llama_cpp._lib  # the loaded libllama / libggml
-        from ctypes import c_char_p, c_size_t, c_void_p
-        g.ggml_backend_dev_count.restype = c_size_t
-        g.ggml_backend_dev_get.restype = c_void_p
-        g.ggml_backend_dev_get.argtypes = [c_size_t]
-        g.ggml_backend_dev_name.restype = c_char_p
-        g.ggml_backend_dev_name.argtypes = [c_void_p]
-        g.ggml_backend_dev_description.restype = c_char_p
-        g.ggml_backend_dev_description.argtypes = [c_void_p]
-        out = []
-        for i in range(g.ggml_backend_dev_count()):
-            d = g.ggml_backend_dev_get(i)
-            out.append(f"{g.ggml_backend_dev_name(d).decode()} "
-                       f"({g.ggml_backend_dev_description(d).decode()})")
-        return out
-    except Exception:
-        return []
-
-
-def _build_info(llama_cpp) -> dict | None:
-    """The llama.cpp commit and compiler baked into the build, read from libllama-common.
-
-    llama-cpp-python installs that library beside (or one level above) its package, or
-    loads its libraries from $LLAMA_CPP_LIB_PATH (a llama.cpp build of your own); older
-    builds lack it, and then this returns None.
-    """
-    import ctypes
-    from pathlib import Path
-    here = Path(llama_cpp.__file__).parent
-    own = os.environ.get("LLAMA_CPP_LIB_PATH")
-    for folder in ([Path(own)] if own else []) + [here / "lib", here.parent / "lib"]:
-        for lib in sorted(folder.glob("*llama-common*")):
-            try:
-                h = ctypes.CDLL(str(lib))
-                return {
-                    "commit": ctypes.c_char_p.in_dll(h, "LLAMA_COMMIT").value.decode(),
-                    "compiler": ctypes.c_char_p.in_dll(h, "LLAMA_COMPILER").value.decode(),
-                    "target": ctypes.c_char_p.in_dll(h, "LLAMA_BUILD_TARGET").value.decode(),
-                }
-            except (OSError, ValueError, AttributeError):
-                continue
-    return None
+    return {"ok": True, **facts}
 
 
 def try_generation(model_path: str, n_gpu_layers: int, max_tokens: int = 24) -> dict:
-    """Load the model and generate a few tokens at temperature 0; report tokens/s."""
+    """Load the model in labkit's engine (one slot, 512 cells) and generate a few tokens at
+    temperature 0; report the load time and tokens/s."""
     try:
-        from llama_cpp import Llama
+        from ..engine import Engine, EngineConfig, SamplingParams
         t0 = time.perf_counter()
-        llm = Llama(model_path=model_path, n_ctx=512, n_gpu_layers=n_gpu_layers,
-                    seed=0, verbose=False)
-        t_load = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        out = llm.create_chat_completion(
-            messages=[{"role": "user", "content": PROMPT}],
-            max_tokens=max_tokens, temperature=0.0)
-        wall = time.perf_counter() - t1
-        n = out["usage"]["completion_tokens"]
-        llm.close()
+        with Engine(EngineConfig(model_path, n_ctx=512, n_slots=1,
+                                 n_gpu_layers=n_gpu_layers)) as engine:
+            t_load = time.perf_counter() - t0
+            prompt = engine.tokenize(engine.apply_template([{"role": "user", "content": PROMPT}]))
+            t1 = time.perf_counter()
+            final = engine.submit(prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0,
+                                                         seed=0)).result(timeout=300)
+            wall = time.perf_counter() - t1
+        if final.finish_reason == "error":
+            raise RuntimeError(final.error)
+        n = final.usage["completion_tokens"]
         return {"ok": n > 0, "load_s": round(t_load, 3), "wall_s": round(wall, 3),
                 "completion_tokens": n, "tokens_per_s": round(n / wall, 1) if wall else None,
-                "text": out["choices"][0]["message"]["content"],
-                "n_gpu_layers": n_gpu_layers}
+                "text": final.text, "n_gpu_layers": n_gpu_layers}
     except Exception as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                 "fix": t("doctor.fix_model")}

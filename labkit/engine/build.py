@@ -1,0 +1,74 @@
+"""What the llama.cpp in this process is: its version, whether it can offload, the compute
+devices ggml registered, and the commit and compiler it was built from.
+
+These are facts for a report (``labkit doctor``), read from llama.cpp itself: the binding's
+``llama_supports_gpu_offload`` and ``llama_print_system_info``, ggml's device registry
+(``ggml_backend_dev_*``) and the build constants of ``libllama-common``. Nothing here is
+worded for a reader; :mod:`labkit.tools.doctor` chooses the words.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+import llama_cpp
+
+
+def build_facts() -> dict:
+    """The installed llama-cpp-python's version, GPU offload, devices, source and CPU features."""
+    info = llama_cpp.llama_print_system_info()
+    info = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    return {
+        "version": getattr(llama_cpp, "__version__", None),
+        "gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
+        "devices": ggml_devices(),
+        "llama_cpp_source": build_info(),
+        "system_info": info.strip(),
+    }
+
+
+def ggml_devices() -> list[str]:
+    """The compute devices ggml registered, as ``NAME (description)`` (``CPU (AMD EPYC ...)``,
+    ``CUDA0 (NVIDIA H200)``, ``Vulkan0 (...)``); [] when the library does not export them."""
+    try:
+        g = llama_cpp.llama_cpp._lib  # the loaded libllama / libggml
+        g.ggml_backend_dev_count.restype = ctypes.c_size_t
+        g.ggml_backend_dev_get.restype = ctypes.c_void_p
+        g.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+        g.ggml_backend_dev_name.restype = ctypes.c_char_p
+        g.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
+        g.ggml_backend_dev_description.restype = ctypes.c_char_p
+        g.ggml_backend_dev_description.argtypes = [ctypes.c_void_p]
+        out = []
+        for i in range(g.ggml_backend_dev_count()):
+            d = g.ggml_backend_dev_get(i)
+            out.append(f"{g.ggml_backend_dev_name(d).decode()} "
+                       f"({g.ggml_backend_dev_description(d).decode()})")
+        return out
+    except (AttributeError, OSError):
+        return []
+
+
+def build_info() -> dict | None:
+    """The llama.cpp commit, compiler and target baked into ``libllama-common``.
+
+    llama-cpp-python installs that library beside (or one level above) its package, or
+    loads its libraries from $LLAMA_CPP_LIB_PATH (a llama.cpp build of your own); older
+    builds lack it, and then this returns None.
+    """
+    here = Path(llama_cpp.__file__).parent
+    own = os.environ.get("LLAMA_CPP_LIB_PATH")
+    for folder in ([Path(own)] if own else []) + [here / "lib", here.parent / "lib"]:
+        for lib in sorted(folder.glob("*llama-common*")):
+            try:
+                h = ctypes.CDLL(str(lib))
+                return {
+                    "commit": ctypes.c_char_p.in_dll(h, "LLAMA_COMMIT").value.decode(),
+                    "compiler": ctypes.c_char_p.in_dll(h, "LLAMA_COMPILER").value.decode(),
+                    "target": ctypes.c_char_p.in_dll(h, "LLAMA_BUILD_TARGET").value.decode(),
+                }
+            except (OSError, ValueError, AttributeError):
+                continue
+    return None
