@@ -91,6 +91,12 @@ def _nested(children) -> list[tuple[str, str]]:
     return found
 
 
+def left_over(text: str) -> list[str]:
+    """The emphasis markers left in ``text``, the text a reader sees (formulas taken out), each
+    with what it stands around: ``**在餐廳裡：**``."""
+    return [m.group(0) for m in LEFT_OVER.finditer(FORMULA.sub(OTHER, text))]
+
+
 def unrendered_emphasis(markdown: str) -> list[tuple[int, str, str]]:
     """(line, what, span) for each bold or italic span of ``markdown`` that does not render:
     markers left as text, or emphasis inside emphasis of its own kind. Lines count from 1."""
@@ -99,8 +105,8 @@ def unrendered_emphasis(markdown: str) -> list[tuple[int, str, str]]:
         if block.type != "inline":
             continue
         line = block.map[0] + 1 if block.map else 1
-        text = FORMULA.sub(OTHER, "".join(map(_shown, block.children)))
-        found += [(line, "markers shown as text", m.group(0)) for m in LEFT_OVER.finditer(text)]
+        text = "".join(map(_shown, block.children))
+        found += [(line, "markers shown as text", span) for span in left_over(text)]
         found += [(line, what, span) for what, span in _nested(block.children)]
     return found
 
