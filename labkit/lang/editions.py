@@ -292,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             print(f"{name}: {line}")
     bad = sum(len(v) for v in problems.values())
-    print(f"{len(problems)} notebooks, {bad} difference(s) or untranslated cell(s)")
+    print(f"{len(problems)} notebooks, {bad} difference(s), untranslated cell(s) or label(s) "
+          "to rewrite")
     return 1 if bad else 0
 
 
