@@ -4,7 +4,7 @@
 together with every process it started (kernels, and the llama.cpp servers the kernels start).
 :class:`LabNotebook` opens one notebook in a browser page, runs it from the Run menu, waits
 until nothing is left to run and reads back what JupyterLab shows: error outputs, widgets that
-did not render, the page as a screenshot.
+did not render, bold or italic markup shown as text, the page as a screenshot.
 
 JupyterLab is started with ``expose_app_in_browser`` so that the page can read the notebook's
 own model: a traceback and a stderr warning render alike, only the model says which output is
@@ -26,6 +26,11 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+
+from markdown_support import left_over
+
+NESTED_TAGS = {"STRONG": "bold inside bold", "EM": "italics inside italics"}
+
 
 def browser_missing() -> str | None:
     """Why no browser can be driven here (and how to get one), or None when one can."""
@@ -219,6 +224,26 @@ return (path) => {
 """
 
 
+# One row per markdown cell as JupyterLab rendered it: its text outside code and formulas, and
+# each bold holding a bold (italics holding italics), where the markers paired wrongly: the
+# inner one's tag and the outer one's text.
+_PROSE = _FIND_PANEL + """
+return (path) => {
+  const rows = [];
+  panelFor(path).content.widgets.forEach((cell, index) => {
+    const shown = cell.model.type === 'markdown' && cell.node.querySelector('.jp-RenderedMarkdown');
+    if (!shown) return;
+    const prose = shown.cloneNode(true);
+    prose.querySelectorAll('pre, code, mjx-container, .MathJax, script').forEach(e => e.remove());
+    const nested = [...shown.querySelectorAll('strong strong, em em')].map(e => e.tagName + ' '
+        + e.parentElement.closest(e.tagName).textContent.trim().slice(0, 60));
+    rows.push({index, text: prose.textContent, nested: [...new Set(nested)]});
+  });
+  return rows;
+};
+"""
+
+
 def _js(body: str) -> str:
     """A page function from a body that returns it (so that it may declare helpers first)."""
     return "(arg) => { const f = (() => {" + body + "})(); return f(arg); }"
@@ -251,6 +276,9 @@ class LabNotebook:
 
     def cells(self) -> list[dict]:
         return self.page.evaluate(_js(_CELLS), self.name)
+
+    def prose(self) -> list[dict]:
+        return self.page.evaluate(_js(_PROSE), self.name)
 
     def run_all(self):
         """Run > Run All Cells, from the menu bar."""
@@ -286,7 +314,7 @@ class LabNotebook:
 
     def problems(self) -> list[str]:
         """What a learner would see go wrong: error outputs, code cells that never ran, widgets
-        that did not render."""
+        that did not render, bold or italic markup that did not render."""
         out = []
         for c in self.cells():
             first_line = c["source"].splitlines()[0] if c["source"] else ""
@@ -301,6 +329,12 @@ class LabNotebook:
             if c["widget_views"] < c["widget_outputs"]:
                 out.append(f"{where}: {c['widget_outputs']} widget output(s), "
                            f"{c['widget_views']} rendered")
+        for c in self.prose():
+            where = f"cell {c['index']} (markdown)"
+            out += [f"{where}: markers shown as text: {span}" for span in left_over(c["text"])]
+            for nested in c["nested"]:
+                tag, text = nested.split(" ", 1)
+                out.append(f"{where}: {NESTED_TAGS[tag]}: {text}")
         return out
 
     def screenshot(self, path: Path, width: int = 1400, max_height: int = 30000) -> Path:

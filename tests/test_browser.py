@@ -1,10 +1,12 @@
 """Every notebook as a learner meets it: opened in JupyterLab in a real (headless) browser, run
 from the Run menu, top to bottom.
 
-A notebook fails on any error output, on a code cell that never ran, and on a widget that does
-not render; in notebook 01, moving a slider of the batching panel must redraw the panel. One
-screenshot per notebook lands in results/browser/. Needs the `playwright` package and a
-`chromium` on PATH (`.ci/run` installs Debian's); without them the tests skip and say so.
+A notebook fails on any error output, on a code cell that never ran, on a widget that does
+not render, and on bold or italics that JupyterLab shows with its asterisks or runs on into the
+next span (what tests/test_rendered_markdown.py finds without a browser); in notebook 01,
+moving a slider of the batching panel must redraw the panel. One screenshot per notebook lands
+in results/browser/. Needs the `playwright` package and a `chromium` on PATH (`.ci/run`
+installs Debian's); without them the tests skip and say so.
 
 nbval runs every notebook's code already, so the default run drives only :data:`DRIVEN`:
 each kind of control panel once and each edition at least once. The other notebooks are
@@ -141,12 +143,17 @@ CHECKS_NOTEBOOK = [
     "raise ValueError('on purpose')",
     "print('never runs: Run All stops at the error')",
 ]
+# And in a markdown cell: a label written right, one whose markers stay as text, one whose bold
+# runs on to the next span.
+CHECKS_PROSE = ("**在餐廳裡**：第一位客人進門。**在餐廳裡：**第一位客人進門。\n\n"
+                "**給工程師的說法。**那張單是一個**請求**（request）。")
 
 
 @in_the_browser
 def test_the_checks_see_what_a_learner_sees(lab, notebook_page):
     """The checks above on a notebook made to fail: they must name exactly the broken cells."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECKS_NOTEBOOK])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECKS_NOTEBOOK]
+                                  + [nbformat.v4.new_markdown_cell(CHECKS_PROSE)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab.root / "checks.ipynb")
     page = LabNotebook(notebook_page, lab, "checks.ipynb")
@@ -154,6 +161,8 @@ def test_the_checks_see_what_a_learner_sees(lab, notebook_page):
     page.run_all()
     page.wait_until_done(300)
     problems = page.problems()
-    assert [p.split(" ")[1] for p in problems] == ["2", "2", "3", "4"], problems
+    assert [p.split(" ")[1] for p in problems] == ["2", "2", "3", "4", "5", "5"], problems
     assert "Error displaying widget" in problems[0] and "1 widget output(s), 0 rendered" in problems[1]
     assert "ValueError: on purpose" in problems[2] and "did not run" in problems[3]
+    assert problems[4] == "cell 5 (markdown): markers shown as text: **在餐廳裡：**"
+    assert problems[5] == "cell 5 (markdown): bold inside bold: 給工程師的說法。那張單是一個請求"

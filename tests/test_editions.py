@@ -106,6 +106,50 @@ def test_english_left_in_chinese_prose_is_found():
         == ["and this is not a title at all"]
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_chinese_labels_keep_their_punctuation_outside_the_markers(path):
+    problems = editions.emphasis_to_fix(editions.read(editions.twin(path)))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_label_with_its_punctuation_inside_is_told_how_to_write_it():
+    zh = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('nb.use_language("zh-TW")'),
+        nbformat.v4.new_markdown_cell("**在餐廳裡：**第一位客人進門。\n\n**5.6** *開放題。*你的數字"),
+    ])
+    assert editions.emphasis_to_fix(zh) == [
+        f"cell 1: **在餐廳裡：** should read **在餐廳裡**： ({editions.EMPHASIS_HOWTO})",
+        f"cell 1: *開放題。* should read *開放題*。 ({editions.EMPHASIS_HOWTO})",
+    ]
+    assert "**標籤**：" in editions.EMPHASIS_HOWTO
+    zh.cells[1].source = "**在餐廳裡**：第一位客人進門。\n\n**5.6** *開放題*。你的數字"
+    assert editions.emphasis_to_fix(zh) == []
+
+
+def test_only_a_label_with_its_punctuation_inside_is_one_to_fix():
+    found = editions.punctuation_inside_emphasis
+    assert found("- **時間：**約 5 秒\n- **記憶體。**`-c` 格") == [
+        ("**時間：**", "**時間**："), ("**記憶體。**", "**記憶體**。")]
+    assert found("**Time:** about 5 s, **In the restaurant:** a table") == []
+    assert found("**A**的說法：**B**，以及 *強調*。") == []            # pairs in order
+    assert found("用 `**x：**y` 和 2 * 3，沒有標籤") == []              # code, a lone *
+    assert found("* 第一項：**B\n\n第二段：**") == []                 # a bullet; two paragraphs
+    assert found("Kwon 等：*Efficient Memory Management for LLM Serving*，SOSP") == []
+
+
+def test_the_check_reports_the_labels_to_fix(tmp_path):
+    english = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('from labkit import notebook as nb\nnb.use_language("en")'),
+        nbformat.v4.new_markdown_cell("**In the restaurant:** the first guest comes in."),
+    ])
+    editions.write(english, tmp_path / "00_x.ipynb")
+    chinese = editions.synced(english)
+    chinese.cells[1].source = "**在餐廳裡：**第一位客人進門。"
+    editions.write(chinese, editions.twin(tmp_path / "00_x.ipynb"))
+    assert editions.report(tmp_path) == {"00_x.ipynb": [
+        f"cell 1: **在餐廳裡：** should read **在餐廳裡**： ({editions.EMPHASIS_HOWTO})"]}
+
+
 def test_language_line_is_the_one_difference_allowed():
     line = re.compile(editions.LANGUAGE_LINE.pattern, re.M)
     for path in NOTEBOOKS:

@@ -42,7 +42,7 @@ def test_the_chinese_header_gives_the_same_figures(stem):
     """The zh-TW edition's 時間 line quotes the same numbers as the map."""
     quick, full = TIMES[stem]
     header = nbformat.read(ROOT / "notebooks" / "zh-TW" / f"{stem}.ipynb", as_version=4).cells[0].source
-    m = re.search(r"\*\*時間：\*\*(.*?)(?:\n\n|$)", header, re.S)
-    assert m, f"zh-TW/{stem}: the first cell has no **時間：** line"
+    m = re.search(r"\*\*時間\*\*：(.*?)(?:\n\n|$)", header, re.S)
+    assert m, f"zh-TW/{stem}: the first cell has no **時間**： line"
     for figure in re.findall(r"\d+(?:[–-]\d+)?", f"{quick} {full}"):
         assert figure in m[1], (stem, figure, m[1])

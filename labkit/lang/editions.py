@@ -20,6 +20,10 @@ added to the English edition arrives in the Chinese one with its English prose u
 ``<!-- translate -->`` mark, which the check reports until someone translates it; a cell
 removed from the English edition is removed from the twin. A twin that does not exist yet is
 created the same way, all of its prose marked.
+
+The check also reads the Chinese prose's bold and italic labels: one written with its
+full-width punctuation inside the markers, ``**在餐廳裡：**第一位``, does not render (the reader
+sees the asterisks), and the check says how to write it, ``**在餐廳裡**：第一位``.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ def synced(english, chinese=None, language: str = "zh-TW"):
 
 # ---------------------------------------------------------------------------- the check
 
-SKIP_IN_PROSE = [
+NOT_PROSE = [
     re.compile(r"```.*?```", re.S),            # code blocks
     re.compile(r"`[^`]*`"),                    # code spans
     re.compile(r"<!--.*?-->", re.S),           # comments
@@ -115,6 +119,8 @@ SKIP_IN_PROSE = [
     re.compile(r"https?://\S+"),               # bare addresses
     re.compile(r"\$[^$]*\$"),                  # formulas
     re.compile(r"<[^>]+>"),                    # HTML tags
+]
+SKIP_IN_PROSE = NOT_PROSE + [
     re.compile(r"(?<![*\w])\*(?!\*)[^*\n]+\*(?!\*)"),  # *a title in italics* (a paper's)
 ]
 # Five English words in a row, outside code, formulas and links: a sentence left untranslated.
@@ -176,6 +182,56 @@ def untranslated(chinese) -> list[str]:
     return out
 
 
+# A bold or italic label in Chinese prose keeps its full-width punctuation outside the markers:
+# **在餐廳裡**：第一位. Inside them, **在餐廳裡：**第一位, CommonMark (and marked, JupyterLab's
+# renderer) does not close the emphasis before the letter that follows, and the reader sees the
+# asterisks, or bold that runs on to the next **.
+FULL_WIDTH_STOPS = "，。、；：？！"
+EMPHASIS_HOWTO = ("write **標籤**： with the full-width punctuation outside the markers: inside "
+                  "them, CommonMark closes no emphasis before a letter, and the reader sees "
+                  "the asterisks")
+# A paragraph break, or a run of one or two asterisks (three or more are no label's).
+_BREAK_OR_MARKER = re.compile(r"\n[ \t]*\n|(?<!\*)\*\*?(?!\*)")
+
+
+def punctuation_inside_emphasis(markdown: str) -> list[tuple[str, str]]:
+    """(span, fix) for each bold or italic span of ``markdown`` whose text ends in full-width
+    punctuation (**在餐廳裡：**), with the fix: the punctuation moved outside (**在餐廳裡**：).
+    Markers pair in order within a paragraph, as a writer means them; code, formulas, links'
+    targets and HTML are left out, and so is a ``*`` with a space on each side (a list's bullet,
+    2 * 3)."""
+    text = markdown
+    for pattern in NOT_PROSE:                       # blanked, so that places stay where they are
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    found, opened = [], {}
+    for m in _BREAK_OR_MARKER.finditer(text):
+        marker = m.group(0)
+        if marker.startswith("\n"):
+            opened = {}
+            continue
+        before, after = text[m.start() - 1:m.start()], text[m.end():m.end() + 1]
+        if (before or " ").isspace() and (after or " ").isspace():
+            continue
+        opening = opened.pop(marker, None)
+        if opening is None:
+            opened[marker] = m
+            continue
+        inside = markdown[opening.end():m.start()]
+        stops = len(inside) - len(inside.rstrip(FULL_WIDTH_STOPS))
+        if 0 < stops < len(inside):
+            found.append((markdown[opening.start():m.end()],
+                          f"{marker}{inside[:-stops]}{marker}{inside[-stops:]}"))
+    return found
+
+
+def emphasis_to_fix(chinese) -> list[str]:
+    """Bold and italic spans of the Chinese edition's prose with full-width punctuation inside
+    their markers, each with how to write it."""
+    return [f"cell {i}: {span} should read {fix} ({EMPHASIS_HOWTO})"
+            for i, cell in enumerate(chinese.cells) if cell.cell_type == "markdown"
+            for span, fix in punctuation_inside_emphasis(cell.source)]
+
+
 def read(path: Path):
     return nbformat.read(path, as_version=4)
 
@@ -206,8 +262,8 @@ def sync(root: Path = ROOT, names: list[str] | None = None) -> list[Path]:
 
 
 def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[str]]:
-    """For each notebook (or those named): how its two editions differ and what is left to
-    translate."""
+    """For each notebook (or those named): how its two editions differ, what is left to
+    translate, and the bold or italic labels to write with their punctuation outside."""
     out = {}
     for en_path in english_notebooks(root):
         if names and not any(en_path.stem.startswith(n) for n in names):
@@ -217,7 +273,8 @@ def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[
             out[en_path.name] = [f"no {TWIN_DIR} edition: run python -m labkit.lang.editions sync"]
             continue
         chinese = read(zh_path)
-        out[en_path.name] = differences(read(en_path), chinese) + untranslated(chinese)
+        out[en_path.name] = (differences(read(en_path), chinese) + untranslated(chinese)
+                             + emphasis_to_fix(chinese))
     return out
 
 
@@ -235,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             print(f"{name}: {line}")
     bad = sum(len(v) for v in problems.values())
-    print(f"{len(problems)} notebooks, {bad} difference(s) or untranslated cell(s)")
+    print(f"{len(problems)} notebooks, {bad} difference(s), untranslated cell(s) or label(s) "
+          "to rewrite")
     return 1 if bad else 0
 
 
