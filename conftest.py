@@ -2,12 +2,14 @@ import contextlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 # Quick mode shrinks the notebooks' and the benchmarks' workloads so the whole suite fits a
 # 2-core machine; it applies to every pytest run from this checkout, notebooks included.
 # LABKIT_QUICK=0 runs the full sizes.
 os.environ.setdefault("LABKIT_QUICK", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+ROOT = Path(__file__).resolve().parent
 
 import pytest  # noqa: E402
 
@@ -23,43 +25,76 @@ LLAMA_LOADERS = ("llama_model_load_from_file", "llama_load_model_from_file",
                  "llama_model_load_from_splits")
 
 
-# The default run executes each notebook's code once: the English notebooks under nbval (the
-# Chinese twins' code cells equal theirs, which tests/test_editions.py proves without running
-# them), and in the browser one notebook per widget kind and edition. What it leaves out is
-# marked `again`: the Chinese notebooks under nbval and their worked solutions, the other
-# browser notebooks. `--lane` chooses: `default` leaves the `again` tests out (unless they are
-# all that was collected, as in `pytest notebooks/zh-TW`: naming them asks for them), `again`
-# runs only them (.ci/run runs it after the default), `all` runs everything.
-LANES = ("default", "again", "all")
+# Two runs of the model-dependent tests. The default (the README's `pytest`) runs the fast lane,
+# each notebook's code once and a short set of model tests, to stay near ten minutes on a 2-core
+# machine. What it leaves out is marked `long`, and CI (.ci/run) runs it next with
+# `--lane=long`, so nothing stops running there:
+# - the Chinese notebooks under nbval (their code cells are the English ones, which
+#   tests/test_editions.py proves without running them) and their worked solutions;
+# - the browser notebooks outside tests/browser_support.py's DRIVEN;
+# - the English notebooks the browser runs by default, when it can (DRIVEN runs their code,
+#   in JupyterLab; without Chromium nbval runs them in the default);
+# - the slow tests of LONG_SUITES, each a minute or more of model work on 2 cores.
+# `--lane` chooses: `default` leaves the `long` tests out (unless they are all that was
+# collected, as in `pytest notebooks/zh-TW`: naming them asks for them), `long` runs only them,
+# `all` runs everything.
+LANES = ("default", "long", "all")
+LONG_SUITES = frozenset({
+    "test_differential.py",     # labkit against llama-server, 144 cases, about 30 server starts
+    "test_server.py",           # labkit serve end to end: 64 streams, queue bounds, signals
+    "test_llama_server.py",     # the lessons' llama-server helpers, a pool filled on both servers
+    "test_sim_calibrate.py",    # the simulator calibrated on the engine's own runs
+    "test_synthetic.py",        # synthetic models written, loaded and generated from (an 8B file)
+    "test_bench_timing.py",     # labkit bench timing-only on a synthetic 1B model
+    "test_bench_e2e.py",        # labkit bench end to end, twice
+    "test_workload_zh.py",      # labkit bench on the Chinese workload
+})
 
 
 def pytest_addoption(parser):
     parser.addoption("--lane", choices=LANES, default="default",
-                     help="default: each notebook's code once (the `again` tests left out); "
-                          "again: only the `again` tests; all: both")
+                     help="default: the fast lane, each notebook's code once and a short set of "
+                          "model tests (the `long` tests left out); long: only the `long` tests; "
+                          "all: both")
 
 
-def _runs_again(item) -> bool:
-    return item.get_closest_marker("again") is not None
+def _runs_long(item) -> bool:
+    return item.get_closest_marker("long") is not None
+
+
+def _browser_runs(path) -> bool:
+    """Whether the default run's browser tests execute this English notebook's code."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from browser_support import DRIVEN, browser_missing
+    finally:
+        sys.path.pop(0)
+    if browser_missing():
+        return False
+    driven = {name.removeprefix("zh-TW/") for name in DRIVEN}
+    return path.name in driven
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """The notebooks' cells run in a Jupyter kernel: slow; those of the Chinese edition run
-    again what the English ones run. Then the lane keeps its tests and deselects the rest."""
+    """The notebooks' cells run in a Jupyter kernel: slow. Then the `long` tests are marked
+    (see LANES above), and the lane keeps its tests and deselects the rest."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
-            if "zh-TW" in item.path.parts:
-                item.add_marker(pytest.mark.again)
+            if "zh-TW" in item.path.parts or (item.path.parent.name == "notebooks"
+                                              and _browser_runs(item.path)):
+                item.add_marker(pytest.mark.long)
+        elif item.path.name in LONG_SUITES and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.long)
     lane = config.getoption("lane")
-    if lane == "all" or (lane == "default" and all(map(_runs_again, items))):
+    if lane == "all" or (lane == "default" and all(map(_runs_long, items))):
         return
-    wanted = lane == "again"
-    dropped = [item for item in items if _runs_again(item) != wanted]
+    wanted = lane == "long"
+    dropped = [item for item in items if _runs_long(item) != wanted]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if _runs_again(item) == wanted]
+        items[:] = [item for item in items if _runs_long(item) == wanted]
 
 
 def pytest_sessionstart(session):

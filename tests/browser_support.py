@@ -32,6 +32,13 @@ from markdown_support import left_over
 NESTED_TAGS = {"STRONG": "bold inside bold", "EM": "italics inside italics"}
 
 
+# Driven by default: one notebook per kind of control panel, English and Chinese both. The
+# default run leaves these notebooks' nbval run to CI when a browser is here (conftest.py).
+DRIVEN = ("01_restaurant.ipynb", "03_kv_bytes.ipynb", "05_slots_live.ipynb",
+          "08_capacity_planning.ipynb", "zh-TW/04_split_vs_unified.ipynb",
+          "zh-TW/07_scheduling.ipynb", "zh-TW/classroom.ipynb")
+
+
 def browser_missing() -> str | None:
     """Why no browser can be driven here (and how to get one), or None when one can."""
     try:

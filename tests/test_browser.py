@@ -10,7 +10,7 @@ installs Debian's); without them the tests skip and say so.
 
 nbval runs every notebook's code already, so the default run drives only :data:`DRIVEN`:
 each kind of control panel once and each edition at least once. The other notebooks are
-marked `again` and run with ``--lane=again`` (.ci/run) or ``--lane=all``.
+marked `long` and run with ``--lane=long`` (.ci/run) or ``--lane=all``.
 """
 
 import re
@@ -21,15 +21,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser_support import JupyterLab, LabNotebook, browser_missing
+from browser_support import DRIVEN, JupyterLab, LabNotebook, browser_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EDITIONS = NOTEBOOKS + sorted((ROOT / "notebooks" / "zh-TW").glob("*.ipynb"))   # both languages
-# Driven by default: one notebook per kind of control panel, English and Chinese both.
-DRIVEN = ("01_restaurant.ipynb", "03_kv_bytes.ipynb", "05_slots_live.ipynb",
-          "08_capacity_planning.ipynb", "zh-TW/04_split_vs_unified.ipynb",
-          "zh-TW/07_scheduling.ipynb", "zh-TW/classroom.ipynb")
 SCREENSHOTS = ROOT / "results" / "browser"
 # Quick mode takes seconds to minutes per notebook; a loaded 2-core machine is much slower.
 NOTEBOOK_TIMEOUT_S = 15 * 60
@@ -99,10 +95,10 @@ def test_the_default_set_drives_every_panel_and_both_editions():
 
 
 def _lane(path):
-    """A notebook as a test parameter: those outside :data:`DRIVEN` run again."""
+    """A notebook as a test parameter: those outside :data:`DRIVEN` are in the `long` lane."""
     name = _name(path)
     return pytest.param(path, id=name.removesuffix(".ipynb"),
-                        marks=() if name in DRIVEN else pytest.mark.again)
+                        marks=() if name in DRIVEN else pytest.mark.long)
 
 
 @pytest.mark.parametrize("path", [_lane(p) for p in EDITIONS])

@@ -206,7 +206,7 @@ def _solved_cells(nb_key: str, edition: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("edition, nb_key", [
     pytest.param(edition, key, id=f"{edition}-{key}",
-                 marks=pytest.mark.again if edition == "zh-TW" else ())
+                 marks=pytest.mark.long if edition == "zh-TW" else ())
     for edition in ("en", "zh-TW") for key in sorted(NOTEBOOKS)])
 def test_solutions_pass_inside_the_notebook(edition, nb_key, kernels):
     """Run the notebook's setup and exercise cells with the worked answers in place of the
