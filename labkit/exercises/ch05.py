@@ -11,7 +11,7 @@ from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise
 
 
 @exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
-                      "12 份文件，每個回答 64 個 token，整批 wall time 8 秒：輸出 tok/s 是多少？"))
+                      "12 份文件，每個回答 64 個 token，整批的實際經過時間是 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
     v = as_number(answer)
     want = 12 * 64 / 8
@@ -22,7 +22,7 @@ def _tok_s(answer):
                            "answer in the run",
                            "那是單一回答的速率：輸出 tok/s 要算整批所有回答的 token")
     return False, pick("output tok/s = sum of generated tokens / the run's wall time",
-                       "輸出 tok/s = 生成 token 的總和 ÷ 整批的 wall time")
+                       "輸出 tok/s = 生成 token 的總和 ÷ 整批的實際經過時間")
 
 
 def _bool(answer) -> bool:
@@ -233,7 +233,7 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
     if ttft > script.ttft_s + TIMER_LATE_S:
         return False, pick(f"your TTFT ({ttft:.2f} s) is late: start the clock just before "
                            "sending and stop it at the first chunk with visible text",
-                           f"你的首字等待（{ttft:.2f} 秒）太晚了：碼表要在送出前一刻開始，"
+                           f"你的首字等待（{ttft:.2f} 秒）太晚了：碼錶要在送出前一刻開始，"
                            "在第一個帶可見文字的 chunk 停下"), True
     if not script.last_token_s - TIMER_EARLY_S <= completion <= script.end_s + TIMER_LATE_S:
         return False, pick(f"your completion time ({completion:.2f} s) is off: it runs from "
@@ -245,7 +245,7 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
                       f"{script.end_s:.2f} s (last token {script.last_token_s:.2f} s), "
                       f"{script.n_tokens} tokens. Now time a request to a live server with it and "
                       f"compare with labkit.bench's client (section 4).",
-                      f"你的碼表讀到首字等待 {ttft:.3f} 秒、完成 {completion:.3f} 秒、{n} 個 "
+                      f"你的碼錶讀到首字等待 {ttft:.3f} 秒、完成 {completion:.3f} 秒、{n} 個 "
                       f"token；伺服器的劇本是 {script.ttft_s:.2f} 秒、{script.end_s:.2f} 秒"
                       f"（最後一個 token 在 {script.last_token_s:.2f} 秒）、{script.n_tokens} 個 "
                       f"token。接著用它替真的伺服器上的請求計時，和 labkit.bench 的用戶端比較"
