@@ -161,3 +161,38 @@ def test_the_chosen_words():
 def test_a_word_inside_a_fine_one_is_not_avoided():
     assert glossary.avoided("反向代理、程式碼表示、chunked prefill、片段（chunk）") == {}
     assert glossary.avoided("代理、碼表、chunk") == {"代理": "Agent", "碼表": "碼錶", "chunk": "片段"}
+
+
+def _chinese_strings(path):
+    """The Chinese texts written in a module, less the answers an exercise accepts (a tuple, list
+    or set of words, which may hold the avoided ones on purpose: a learner may write them)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.search(r"[\u4e00-\u9fff]", node.value) \
+                and not isinstance(parents.get(node), (ast.Tuple, ast.List, ast.Set)):
+            yield node.lineno, node.value
+
+
+def test_the_exercises_and_the_chinese_readme_use_the_glossarys_words():
+    """The exercises' Chinese questions and feedback (labkit/exercises) and README.zh-TW.md say
+    each term as the glossary does; program names (chunked_batcher, text_chunks) and code are
+    not read."""
+    import labkit
+    from labkit.lang import editions
+    root = Path(labkit.__file__).parent
+    bad = {}
+    for path in sorted((root / "exercises").glob("*.py")):
+        for line, text in _chinese_strings(path):
+            found = glossary.avoided(re.sub(r"\w+_\w+", " ", text))
+            if found:
+                bad[f"{path.name}:{line}"] = found
+    readme = root.parent / "README.zh-TW.md"
+    found = glossary.avoided(editions.prose_for_words(readme.read_text(encoding="utf-8")))
+    if found:
+        bad[readme.name] = found
+    assert bad == {}
+    assert glossary.avoided(re.sub(r"\w+_\w+", " ", "最後一個 chunk，text_chunks")) == {
+        "chunk": "片段"}

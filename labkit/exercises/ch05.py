@@ -206,14 +206,14 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
     if n is None:
         return False, pick("n_tokens is None: the server says how many tokens it generated in "
                            "the stream's final chunk",
-                           "n_tokens 是 None：伺服器會在串流的最後一個 chunk 告訴你它生成了"
+                           "n_tokens 是 None：伺服器會在串流的最後一個片段（chunk）告訴你它生成了"
                            "幾個 token"), False
     if n != script.n_tokens:
         return False, pick(f"{n} tokens, but the server generated {script.n_tokens}: chunks of "
                            "text are not the count the server reports; read the count it sends "
                            "at the end of the stream",
                            f"你算出 {n} 個 token，伺服器其實生成了 {script.n_tokens} 個："
-                           "文字 chunk 的個數不是伺服器回報的數目；請讀它在串流結尾送來的"
+                           "文字片段的個數不是伺服器回報的數目；請讀它在串流結尾送來的"
                            "計數"), False
     if ttft is None:
         return False, pick("ttft_s is None: no visible text was seen; read "
@@ -224,17 +224,17 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
         return False, pick(f"your TTFT ({ttft:.2f} s) came before the answer's first visible "
                            "text: a chunk may carry only the role, reasoning, or whitespace",
                            f"你的首字等待（{ttft:.2f} 秒）比回答第一段可見文字還早："
-                           "有些 chunk 只帶角色、推理內容或空白"), False
+                           "有些片段只帶角色、推理內容或空白"), False
     if abs(ttft - completion) < 0.02:
         return False, pick("TTFT equals the completion time: take the first token's time inside "
                            "the loop, when its chunk arrives",
-                           "首字等待和完成時間一樣：要在迴圈裡、第一個 token 的 chunk 抵達時"
+                           "首字等待和完成時間一樣：要在迴圈裡、第一個 token 的片段抵達時"
                            "記下時間"), False
     if ttft > script.ttft_s + TIMER_LATE_S:
         return False, pick(f"your TTFT ({ttft:.2f} s) is late: start the clock just before "
                            "sending and stop it at the first chunk with visible text",
                            f"你的首字等待（{ttft:.2f} 秒）太晚了：碼錶要在送出前一刻開始，"
-                           "在第一個帶可見文字的 chunk 停下"), True
+                           "在第一個帶可見文字的片段停下"), True
     if not script.last_token_s - TIMER_EARLY_S <= completion <= script.end_s + TIMER_LATE_S:
         return False, pick(f"your completion time ({completion:.2f} s) is off: it runs from "
                            "sending to the end of the stream",
