@@ -215,7 +215,7 @@ open_question(
         "requests on a GPU, where split stripes sized for the longest request leave most "
         "cells empty.",
         "不同意。在我這一輪裡，引擎有 3 步在其他槽位繼續解碼的同時讀進新的提示；用的是 "
-        "llama.cpp，每個槽位固定一段格子，沒有分頁。所以連續批次是在步與步之間做的調度決定"
+        "llama.cpp，每個槽位固定一段格子，沒有分頁。所以連續批次是在步與步之間做的排程決定"
         "（Orca，OSDI 2022）。PagedAttention（vLLM，SOSP 2023）在序列變長時才以小區塊分配 "
         "KV 記憶體，「已保留卻沒用到」的記憶體很少，一個批次就放得下更多序列。當限制批次的是"
         "記憶體而不是運算時，我會想要它：GPU 上又長又參差的請求，若按最長請求切出固定的分割段，"

@@ -11,7 +11,7 @@ from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise
 
 
 @exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
-                      "12 份文件，每個回答 64 個 token，整批 wall time 8 秒：輸出 tok/s 是多少？"))
+                      "12 份文件，每個回答 64 個 token，整批的實際經過時間是 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
     v = as_number(answer)
     want = 12 * 64 / 8
@@ -22,7 +22,7 @@ def _tok_s(answer):
                            "answer in the run",
                            "那是單一回答的速率：輸出 tok/s 要算整批所有回答的 token")
     return False, pick("output tok/s = sum of generated tokens / the run's wall time",
-                       "輸出 tok/s = 生成 token 的總和 ÷ 整批的 wall time")
+                       "輸出 tok/s = 生成 token 的總和 ÷ 整批的實際經過時間")
 
 
 def _bool(answer) -> bool:
@@ -66,7 +66,7 @@ def _fits(answer):
         return True, ""
     return False, pick("work out how many cells one split slot holds here, and whether the "
                        "request gets as far as a first token or an answer at all",
-                       "先算出這裡每個分割槽位有幾格，再想想這個請求究竟有沒有走到"
+                       "先算出這裡分割 KV 給每個槽位幾格，再想想這個請求究竟有沒有走到"
                        "第一個 token 或交出答案")
 
 
@@ -142,7 +142,7 @@ BANDWIDTH_MODEL_ANSWER = Both(
     "記憶體容量和記憶體頻寬買到的是不同的東西。容量決定放得下什麼：更大的模型，或給更多同時進行的"
     "串流更多 KV 快取；它不會讓單一串流變快。頻寬決定單一串流速度的上限，也就是速度公式："
     "頻寬 ÷ 權重位元組數。我的掃描說明一個串流離這個上限有多近。很接近時（例如算力充足的 GPU），"
-    "頻寬加倍，每秒 token 數也幾乎加倍，而且在交叉批次之前批次幾乎不用成本，所以只有少數使用者時，"
+    "頻寬加倍，每秒 token 數也幾乎加倍，而且在交叉批次之前批次幾乎免費，所以只有少數使用者時，"
     "記憶體更快的卡比較划算。離上限很遠時（例如小型 CPU，速度由每個 token 的運算和每一步的固定工作"
     "決定），多買頻寬幫助不大，多買算力才有用。不管哪一種，預填的速率都不隨批次改變：像抽取題組"
     "這種以提示為主的工作，該加強的是算力，不是記憶體。")
@@ -206,14 +206,14 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
     if n is None:
         return False, pick("n_tokens is None: the server says how many tokens it generated in "
                            "the stream's final chunk",
-                           "n_tokens 是 None：伺服器會在串流的最後一個 chunk 告訴你它生成了"
+                           "n_tokens 是 None：伺服器會在串流的最後一個片段（chunk）告訴你它生成了"
                            "幾個 token"), False
     if n != script.n_tokens:
         return False, pick(f"{n} tokens, but the server generated {script.n_tokens}: chunks of "
                            "text are not the count the server reports; read the count it sends "
                            "at the end of the stream",
                            f"你算出 {n} 個 token，伺服器其實生成了 {script.n_tokens} 個："
-                           "文字 chunk 的個數不是伺服器回報的數目；請讀它在串流結尾送來的"
+                           "文字片段的個數不是伺服器回報的數目；請讀它在串流結尾送來的"
                            "計數"), False
     if ttft is None:
         return False, pick("ttft_s is None: no visible text was seen; read "
@@ -224,17 +224,17 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
         return False, pick(f"your TTFT ({ttft:.2f} s) came before the answer's first visible "
                            "text: a chunk may carry only the role, reasoning, or whitespace",
                            f"你的首字等待（{ttft:.2f} 秒）比回答第一段可見文字還早："
-                           "有些 chunk 只帶角色、推理內容或空白"), False
+                           "有些片段只帶角色、推理內容或空白"), False
     if abs(ttft - completion) < 0.02:
         return False, pick("TTFT equals the completion time: take the first token's time inside "
                            "the loop, when its chunk arrives",
-                           "首字等待和完成時間一樣：要在迴圈裡、第一個 token 的 chunk 抵達時"
+                           "首字等待和完成時間一樣：要在迴圈裡、第一個 token 的片段抵達時"
                            "記下時間"), False
     if ttft > script.ttft_s + TIMER_LATE_S:
         return False, pick(f"your TTFT ({ttft:.2f} s) is late: start the clock just before "
                            "sending and stop it at the first chunk with visible text",
-                           f"你的首字等待（{ttft:.2f} 秒）太晚了：碼表要在送出前一刻開始，"
-                           "在第一個帶可見文字的 chunk 停下"), True
+                           f"你的首字等待（{ttft:.2f} 秒）太晚了：碼錶要在送出前一刻開始，"
+                           "在第一個帶可見文字的片段停下"), True
     if not script.last_token_s - TIMER_EARLY_S <= completion <= script.end_s + TIMER_LATE_S:
         return False, pick(f"your completion time ({completion:.2f} s) is off: it runs from "
                            "sending to the end of the stream",
@@ -245,7 +245,7 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
                       f"{script.end_s:.2f} s (last token {script.last_token_s:.2f} s), "
                       f"{script.n_tokens} tokens. Now time a request to a live server with it and "
                       f"compare with labkit.bench's client (section 4).",
-                      f"你的碼表讀到首字等待 {ttft:.3f} 秒、完成 {completion:.3f} 秒、{n} 個 "
+                      f"你的碼錶讀到首字等待 {ttft:.3f} 秒、完成 {completion:.3f} 秒、{n} 個 "
                       f"token；伺服器的劇本是 {script.ttft_s:.2f} 秒、{script.end_s:.2f} 秒"
                       f"（最後一個 token 在 {script.last_token_s:.2f} 秒）、{script.n_tokens} 個 "
                       f"token。接著用它替真的伺服器上的請求計時，和 labkit.bench 的用戶端比較"

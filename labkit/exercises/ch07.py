@@ -10,11 +10,11 @@ from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise
 # the first two of each are the ones a check lists when it cannot read an answer.
 POLICIES = {
     "fifo": ("first come first served", "先來先服務", "first in first out", "fcfs", "先進先出",
-             "先到先服務", "先來先服務調度"),
+             "先到先服務", "先來先服務排程", "先來先服務調度"),
     "sjf": ("shortest job first", "最短作業優先", "shortest first", "短工作優先", "短作業優先",
             "最短優先"),
-    "priority": ("priority first", "優先級", "priority scheduling", "優先級調度", "優先權",
-                 "優先順序", "優先級優先"),
+    "priority": ("priority first", "優先級", "priority scheduling", "優先級排程", "優先級調度",
+                 "優先權", "優先順序", "優先級優先"),
     "fair": ("fair share", "公平分享", "fair sharing", "fairshare", "vtc", "virtual token counter",
              "公平分配", "公平共享", "公平", "虛擬 token 計數器"),
 }
@@ -109,7 +109,7 @@ def _batch(answer):
                       "answers quick (TTFT p90 within the limit) and starves no long request "
                       "(every one admitted within the starvation limit). The smallest key is "
                       "admitted first.",
-                      "為一個調度策略寫出 key(request, now)：讓尖峰時段的短回答維持快速（TTFT p90 "
+                      "為一個排程策略寫出 key(request, now)：讓尖峰時段的短回答維持快速（TTFT p90 "
                       "在門檻內），而且不讓任何長請求餓死（每一個都在餓死門檻內入座）。鍵最小的"
                       "先入座。"),
           kind=CODE)

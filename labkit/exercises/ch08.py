@@ -109,7 +109,7 @@ def _chat_kv(answer):
         return False, pick("131,072 B per token already counts both K and V",
                            "每個 token 131,072 B 已經把 K 和 V 都算進去了")
     return False, pick("how many tokens are held in all, and how many bytes does each one take?",
-                       "總共保有多少個 token？每個 token 又佔多少位元組？")
+                       "總共保有多少個 token？每個 token 又占多少位元組？")
 
 
 open_question(

@@ -24,6 +24,12 @@ created the same way, all of its prose marked.
 The check also reads the Chinese prose's bold and italic labels: one written with its
 full-width punctuation inside the markers, ``**在餐廳裡：**第一位``, does not render (the reader
 sees the asterisks), and the check says how to write it, ``**在餐廳裡**：第一位``.
+
+And it reads the Chinese prose for the glossary's words: a term written another way than the
+glossary chose (調度 where :mod:`labkit.lang.glossary` says 排程, 詞元 where it says token) is
+named with its cell and the word to write. Code, formulas, links' targets, English titles in
+italics and the seed passages quoted word for word in 「」 (:data:`labkit.lang.glossary.SEED_QUOTES`)
+are not read: a program name, ``text_chunks``, keeps its spelling, and a seed keeps its words.
 """
 
 from __future__ import annotations
@@ -232,6 +238,34 @@ def emphasis_to_fix(chinese) -> list[str]:
             for span, fix in punctuation_inside_emphasis(cell.source)]
 
 
+# ------------------------------------------------------------------- the glossary's words
+
+WORDS_HOWTO = "one word per term: labkit/lang/glossary.py"
+_QUOTE = re.compile(r"「([^「」]*)」")
+_ENGLISH_ITALICS = re.compile(r"(?<![*\w])\*(?!\*)[^*\n\u3400-\u9fff]+\*(?!\*)")
+
+
+def prose_for_words(markdown: str) -> str:
+    """``markdown`` with what the glossary check does not read blanked out: code, formulas,
+    links' targets, HTML, English titles in italics, and the seed passages quoted word for word
+    (「放上碼表」, :data:`labkit.lang.glossary.SEED_QUOTES`)."""
+    from .glossary import SEED_QUOTES
+    text = markdown
+    for pattern in NOT_PROSE + [_ENGLISH_ITALICS]:
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return _QUOTE.sub(lambda m: " " * len(m.group(0)) if m.group(1) in SEED_QUOTES
+                      else m.group(0), text)
+
+
+def words_to_fix(chinese) -> list[str]:
+    """Words of the Chinese edition's prose that the glossary writes another way, one line per
+    cell and word, with the word to write."""
+    from .glossary import avoided
+    return [f"cell {i}: {wrong} should read {right} ({WORDS_HOWTO})"
+            for i, cell in enumerate(chinese.cells) if cell.cell_type == "markdown"
+            for wrong, right in avoided(prose_for_words(cell.source)).items()]
+
+
 def read(path: Path):
     return nbformat.read(path, as_version=4)
 
@@ -263,7 +297,8 @@ def sync(root: Path = ROOT, names: list[str] | None = None) -> list[Path]:
 
 def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[str]]:
     """For each notebook (or those named): how its two editions differ, what is left to
-    translate, and the bold or italic labels to write with their punctuation outside."""
+    translate, the bold or italic labels to write with their punctuation outside, and the
+    words the glossary writes another way."""
     out = {}
     for en_path in english_notebooks(root):
         if names and not any(en_path.stem.startswith(n) for n in names):
@@ -274,7 +309,7 @@ def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[
             continue
         chinese = read(zh_path)
         out[en_path.name] = (differences(read(en_path), chinese) + untranslated(chinese)
-                             + emphasis_to_fix(chinese))
+                             + emphasis_to_fix(chinese) + words_to_fix(chinese))
     return out
 
 
@@ -292,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             print(f"{name}: {line}")
     bad = sum(len(v) for v in problems.values())
-    print(f"{len(problems)} notebooks, {bad} difference(s), untranslated cell(s) or label(s) "
-          "to rewrite")
+    print(f"{len(problems)} notebooks, {bad} difference(s), untranslated cell(s), label(s) or "
+          "word(s) to rewrite")
     return 1 if bad else 0
 
 

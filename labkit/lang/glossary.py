@@ -67,7 +67,7 @@ TERMS: list[Term] = [
     Term("continuous batching", "連續批次", "每輪換桌名單", "refilling tables at every step",
          "iteration-level scheduling: sequences join and leave the batch between decode steps",
          ("continuous", "cont batching", "--cont-batching", "連續批處理", "迭代層級調度",
-          "iteration-level scheduling")),
+          "迭代層級排程", "iteration-level scheduling")),
     # ---- the two phases and what a learner measures
     Term("prefill", "預填", "先讀提示", "reading the order",
          "processing the prompt tokens, many per step; sets the time to first token",
@@ -75,12 +75,16 @@ TERMS: list[Term] = [
     Term("decode", "解碼", "逐步生成", "cooking one bite at a time",
          "generating one token per sequence per step; reads all weights once per step",
          ("decoding", "decode step", "解碼步驟", "生成")),
-    Term("token", "詞元", "", "a bite",
+    Term("token", "token", "", "a bite",
          "the model's unit of text; not a character: one Chinese character is often one token "
-         "or more", ("tokens", "Token")),
-    Term("TTFT", "首個 token 延遲", "首字等待", "waiting for the first bite",
+         "or more", ("tokens", "Token", "詞元")),
+    Term("tokenizer", "斷詞器", "", "how the kitchen cuts an order into bites",
+         "the model's own table that turns text into tokens and back (llama_tokenize; the GGUF "
+         "file's tokenizer fields)", ("tokenizers", "分詞器")),
+    Term("TTFT", "首字等待", "首字等待", "waiting for the first bite",
          "time to first token: from sending the request to its first visible text",
-         ("time to first token", "first token latency", "首 token 延遲", "首字延遲", "首字時間")),
+         ("time to first token", "first token latency", "首個 token 延遲", "首 token 延遲",
+          "首字延遲", "首字時間")),
     Term("throughput", "吞吐", "", "meals served per hour",
          "output tokens per second summed over all requests", ("吞吐量", "tok/s", "tokens/s")),
     Term("latency", "延遲", "", "how long one guest waits",
@@ -120,16 +124,16 @@ TERMS: list[Term] = [
          "how much one step processes: sequences for vLLM (max_num_seqs), tokens per "
          "llama_decode call for llama.cpp (-b, n_batch), which is not the slot count",
          ("batch", "批次", "max batch size", "最大批次大小", "n_batch", "max_num_seqs")),
-    Term("microbatch", "微批次", "", "one pan of a big order",
+    Term("microbatch", "實體批次", "", "one pan of a big order",
          "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch)",
-         ("micro-batch", "ubatch", "n_ubatch", "微批")),
+         ("micro-batch", "physical batch", "ubatch", "n_ubatch", "微批次", "微批")),
     Term("step", "步驟", "", "one round of the kitchen",
          "one forward pass of the model over the current batch (one llama_decode call)",
          ("iteration", "迭代", "decode iteration", "一步")),
     # ---- scheduling (seed 001, section 五: the policies by the names it gives them)
-    Term("scheduling policy", "調度策略", "", "who is seated next",
+    Term("scheduling policy", "排程策略", "", "who is seated next",
          "the rule that picks which waiting requests join the batch at each step",
-         ("scheduler", "scheduling", "policy", "調度", "排程策略", "排程")),
+         ("scheduler", "scheduling", "policy", "排程", "排程器", "調度策略", "調度")),
     Term("FIFO", "先來先服務", "", "seated in order of arrival",
          "serve requests in arrival order; fair and simple, a long request holds up short ones",
          ("fifo", "fcfs", "first come first served", "first in first out", "先進先出",
@@ -140,7 +144,7 @@ TERMS: list[Term] = [
          ("sjf", "shortest job first", "shortest first", "短作業優先", "短工作優先")),
     Term("priority", "優先級", "", "regulars first",
          "serve higher-priority requests first; low-priority ones may starve",
-         ("priority scheduling", "priority first", "優先級調度", "優先權", "優先順序")),
+         ("priority scheduling", "priority first", "優先級排程", "優先級調度", "優先權", "優先順序")),
     Term("fair share", "公平分享", "", "every party gets its share of the kitchen",
          "balance service per user or per request (e.g. the Virtual Token Counter, VTC)",
          ("fair", "fair sharing", "fairshare", "vtc", "virtual token counter", "公平分配",
@@ -164,6 +168,30 @@ TERMS: list[Term] = [
     Term("worksheet", "工作表", "", "the kitchen's log book",
          "one row per configuration: throughput, TTFT, errors, correct answers, memory",
          ("紀錄表",)),
+    # ---- the workbook and what it talks about
+    Term("workbook", "工作簿", "", "the restaurant's training book",
+         "the notebooks, labkit and their tests, read and run in order",
+         ("教材", "工作手冊")),
+    Term("host", "帶位員", "", "the one who seats each guest",
+         "the server's scheduler: it gives a free slot to the next waiting request",
+         ("帶位的人", "領檯")),
+    Term("agent", "Agent", "", "a guest with a long errand, who orders many times",
+         "a program that calls the model many times in its own loop, using tools and files "
+         "between the calls (seed 000's Agent)", ("agents", "代理", "智慧代理")),
+    Term("harness", "Harness", "", "the guest's own errand list",
+         "the agent's outer loop: your code, which holds the tools, files, state and the order "
+         "of the tasks, and hands results from one request to the next (seed 000's Harness)",
+         ("agent harness",)),
+    Term("stopwatch", "碼錶", "", "the guest's watch",
+         "the client's three timestamps of a request: sent, first visible token, end of the "
+         "stream (labkit.bench's client)", ("碼表",)),
+    Term("closed loop", "封閉迴路", "", "each guest orders again only after the last dish",
+         "a load where each client sends its next request when the last one has finished "
+         "(labkit bench, labkit sim --clients); a program's loop is a 迴圈",
+         ("closed-loop", "封閉迴圈")),
+    Term("open loop", "開放迴路", "", "guests walk in on their own schedule",
+         "a load where requests arrive at a set rate whether or not earlier ones are done "
+         "(Poisson arrivals, --rate)", ("open-loop", "開放迴圈")),
     Term("answer key", "答案本", "", "the recipe the dish is checked against",
          "the expected id, owner and deadline of every test document", ("標準答案", "答案")),
     Term("warm-up", "暖機", "", "heating the stove before service",
@@ -179,7 +207,7 @@ TERMS: list[Term] = [
 # edition's glossary table and docs/GLOSSARY.md show them beside the English).
 IN_CHINESE: dict[str, tuple[str, str]] = {
     "request": ("一位客人點的一張單",
-                "對模型的一次呼叫：送進提示、拿回 token；一個代理任務可能發出很多次"),
+                "對模型的一次呼叫：送進提示、拿回 token；一個 Agent 任務可能發出很多次"),
     "slot": ("一張桌子",
              "伺服器同時處理的一個序列位置（llama-server 的 -np；一個序列 id）"),
     "context": ("桌面",
@@ -187,13 +215,16 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "KV cache": ("為每張單記下的筆記",
                  "每個已處理 token 在每一層的鍵（key）與值（value），每個解碼步驟都會重複讀取"),
     "continuous batching": ("每一輪都重新安排入座的桌子",
-                            "迭代層級調度：序列在兩個解碼步驟之間加入或離開批次"),
+                            "迭代層級排程：序列在兩個解碼步驟之間加入或離開批次"),
     "prefill": ("先把點單讀完",
                 "處理提示的 token，一步處理很多個；決定首字等待時間"),
     "decode": ("一口一口地做菜",
                "每一步為每個序列生成一個 token；每一步都把全部權重讀過一次"),
     "token": ("一口", "模型處理文字的單位；不等於字元：一個中文字常是一個或更多個 token"),
-    "TTFT": ("等第一口菜上桌", "首個 token 延遲：從送出請求到看見第一段文字的時間"),
+    "tokenizer": ("廚房把一張單切成一口一口的方法",
+                  "模型自己的對照表，把文字切成 token、再把 token 拼回文字（llama_tokenize；GGUF "
+                  "檔裡的 tokenizer 欄位）"),
+    "TTFT": ("等第一口菜上桌", "從送出請求到看見第一段文字的時間（time to first token）"),
     "throughput": ("每小時出了幾道菜", "所有請求合計每秒輸出的 token 數"),
     "latency": ("一位客人等了多久", "一個請求從頭到尾花的時間（或到第一個 token：TTFT）"),
     "in-flight requests": ("同時在點餐的客人", "用戶端同時保持未完成的請求數（封閉迴路）"),
@@ -229,15 +260,41 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "starvation": ("永遠等不到位子的客人", "因為別人總是先被選中，一個請求一直等下去"),
     "worksheet": ("廚房的紀錄本", "每個配置一列：吞吐、首字等待、錯誤、答對數、記憶體"),
     "answer key": ("用來對照菜做得對不對的食譜", "每份測試文件應有的 id、負責人和截止日"),
+    "workbook": ("餐廳給新人的訓練本", "依序閱讀、執行的筆記本，加上 labkit 和它的測試"),
+    "host": ("替每位客人帶位、領他入座", "伺服器的排程器：把空出來的槽位交給下一個等待中的請求"),
+    "agent": ("辦一件長差事、會點很多次單的客人",
+              "在自己的迴圈裡多次呼叫模型、呼叫之間使用工具和檔案的程式（種子文章 000 的 Agent）"),
+    "harness": ("客人自己的差事清單",
+                "Agent 在模型之外的那層執行迴圈：你的程式碼，管工具、檔案、狀態和任務的先後，"
+                "把一個請求的結果交給下一個（種子文章 000 的 Harness）"),
+    "closed loop": ("每位客人吃完上一道才點下一道",
+                    "每個用戶端等上一個請求完成才送下一個的負載（labkit bench、labkit sim --clients）；"
+                    "程式裡的 loop 則是迴圈"),
+    "open loop": ("客人照自己的時間進門", "請求依固定速率到達、不管前面的做完沒有的負載（卜瓦松到達，--rate）"),
+    "stopwatch": ("客人手上的錶",
+                  "用戶端替一個請求記下的三個時間：送出、第一個可見 token、串流結束（labkit.bench 的用戶端）"),
     "warm-up": ("營業前先熱爐子", "一個不計分的第一個請求，讓一次性的成本不算進測量"),
     "sampled peak": ("剛好有人看到的最忙時刻", "每 200 ms 取樣一次的記憶體最高讀數；短暫的尖峰可能漏掉"),
 }
 
 
 # Words the Chinese edition does not write, and the glossary's word instead: other names for
-# the policies than seed 001's, and terms written differently outside Taiwan. A test reads the
-# zh-TW notebooks and labkit's Chinese messages for them.
+# the policies than seed 001's, the other renderings of the workbook's own terms (one word per
+# term), and terms written differently outside Taiwan. The editions check
+# (labkit.lang.editions) reads the zh-TW notebooks' prose for them, and tests read labkit's
+# Chinese messages, README.zh-TW.md and the exercises' Chinese.
 AVOID: dict[str, str] = {
+    # one word per term: the word the glossary chose, the other renderings found in the prose
+    "調度": "排程", "詞元": "token", "首個 token 延遲": "首字等待", "首 token 延遲": "首字等待",
+    "首字延遲": "首字等待", "微批": "實體批次", "分詞器": "斷詞器", "教材": "工作簿",
+    "工作手冊": "工作簿", "帶位的人": "帶位員", "領檯": "帶位員", "智慧代理": "Agent",
+    "代理": "Agent", "碼表": "碼錶", "程式助手": "程式助理", "FAQ": "常見問題",
+    "總結": "重點整理", "佔": "占", "開放迴圈": "開放迴路", "封閉迴圈": "封閉迴路",
+    "實例": "執行個體", "chunk": "片段",
+    "wall time": "實際經過時間",
+    # the step trace's headings, as labkit's catalogue writes them (labkit.lang.i18n.HEADINGS)
+    "注意到的格數": "注意力讀取格數",
+    # written differently outside Taiwan, or other names for seed 001's policies
     "先到先服務": "先來先服務", "短工作優先": "最短作業優先", "短作業優先": "最短作業優先",
     "優先權": "優先級", "公平分配": "公平分享", "搶佔": "搶占", "飢餓": "餓死",
     "緩存": "快取", "內存": "記憶體", "顯存": "GPU 記憶體", "默認": "預設", "線程": "執行緒",
@@ -248,18 +305,35 @@ AVOID: dict[str, str] = {
     "代碼": "程式碼", "源碼": "原始碼", "變量": "變數", "函數": "函式", "客戶端": "用戶端",
 }
 
+# Words that hold a word of AVOID and are right as they are: 反向代理 is a reverse proxy, not an
+# agent; 程式碼表示 is "shown in code", not a stopwatch; chunked prefill (分塊預填) and 片段（chunk）
+# give a term's English beside it, as a first use does.
+FINE: tuple[str, ...] = ("反向代理", "代理伺服器", "程式碼表", "chunked prefill", "片段（chunk）")
+
+# Passages the zh-TW prose quotes word for word from the seed articles, in 「」, with the seed's
+# own words, which may be ones the glossary avoids (seed 000 writes 碼表, seed 001 調度): a quote
+# is left as the seed wrote it, so the editions check does not read these. Each is the text
+# between the corner brackets and the seed it comes from.
+SEED_QUOTES: dict[str, str] = {
+    "放上碼表": "000_7ca7d4cd839f7038.txt",
+}
+
+
+def _inside(text: str, start: int, length: int, word: str) -> bool:
+    """Whether ``text[start:start + length]`` lies inside an occurrence of ``word``."""
+    return any(text[i:i + len(word)] == word and start + length <= i + len(word)
+               for i in range(max(0, start - len(word) + length), start + 1))
 
 
 def avoided(text: str) -> dict[str, str]:
     """``{word: the glossary's word}`` for every word of :data:`AVOID` in ``text`` (an
-    occurrence inside the right word, 短作業優先 in 最短作業優先, does not count)."""
+    occurrence inside the right word, 短作業優先 in 最短作業優先, or inside a word of
+    :data:`FINE`, 代理 in 反向代理, does not count)."""
     found = {}
     for wrong, right in AVOID.items():
         start = text.find(wrong)
         while start >= 0:
-            covered = any(text[i:i + len(right)] == right and i <= start
-                          and start + len(wrong) <= i + len(right)
-                          for i in range(max(0, start - len(right)), start + 1))
+            covered = any(_inside(text, start, len(wrong), w) for w in (right, *FINE))
             if not covered:
                 found[wrong] = right
                 break

@@ -291,7 +291,7 @@ HEADINGS: dict[str, str] = {
     "kv_capacity": "KV 容量（格）", "served": "已服務", "tokens": "token 數", "rate": "到達率 (req/s)",
     "arrival": "到達時間 (s)", "ttft": "首字等待 (s)", "e2e": "端到端 (s)", "tpot": "每 token 時間 (s)",
     "queue_wait": "排隊 (s)", "output_tokens": "輸出 token 數", "generated": "已生成 token 數",
-    "status": "狀態", "policy": "調度策略", "mode": "模式", "batching": "批次方式",
+    "status": "狀態", "policy": "排程策略", "mode": "模式", "batching": "批次方式",
     # the waste of each KV scheme (labkit.sim.waste)
     "scheme": "方案", "reserved_unused": "已保留未使用", "free": "空閒", "waste": "浪費比例",
     "mean_busy": "平均忙碌槽位", "cut short or refused": "截斷或拒絕",
@@ -319,8 +319,8 @@ HEADINGS: dict[str, str] = {
     # the engine's step trace (labkit.engine.trace) and a request's sampling
     "t_start": "開始 (s)", "t_end": "結束 (s)", "dur_s": "耗時 (s)", "n_tokens": "token 數",
     "n_prefill_tokens": "預填 token 數", "n_prefill_seqs": "預填序列數", "n_decode": "解碼序列數",
-    "attended": "注意到的格數", "kv_used": "已用 KV 格數", "n_busy": "忙碌槽位數",
-    "prefill_attn": "預填注意力配對數", "max_tokens": "max_tokens（回答上限）",
+    "attended": "注意力讀取格數", "kv_used": "已用 KV 格數", "n_busy": "忙碌槽位數",
+    "prefill_attn": "預填注意力配對數", "max_tokens": "回答上限",
     # capacity, tokens, the seed's tables (labkit.costs.capacity, labkit.engine.vocabulary, labkit.lessons.seed_tables)
     "KV type": "KV 型別", "cells (padded)": "格數（補齊後）", "formula MiB": "公式 MiB",
     "n_ctx asked": "要求的 n_ctx",

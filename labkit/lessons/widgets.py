@@ -309,7 +309,7 @@ def load_panel(rate: float = 2.0, slots: int = 4, policy: str = "fifo", long_sha
         "rate": Control("float", 0.25, 6.0, 0.25, description=pick("requests/s", "每秒請求數")),
         "slots": Control("int", 1, 16, 1, description=pick("slots (-np)", "槽位 (-np)")),
         "policy": Control("choice", options=tuple(POLICIES),
-                          description=pick("policy", "調度策略"), labels=pick({}, POLICY_NAMES)),
+                          description=pick("policy", "排程策略"), labels=pick({}, POLICY_NAMES)),
         "long_share": Control("float", 0.0, 1.0, 0.1, description=pick("long answers", "長回答比例")),
     }, {"rate": rate, "slots": slots, "policy": policy, "long_share": long_share}, draw,
         title=pick("Load: queue depth and KV use", "負載：佇列深度與 KV 用量"))

@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="labkit sim",
                                 description=_(__doc__.splitlines()[0],
                                               "``labkit sim`` / ``python -m labkit.sim``：在同一個"
-                                              "工作負載上比較批次方式與調度策略。"),
+                                              "工作負載上比較批次方式與排程策略。"),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[1:]))
     w = p.add_argument_group(_("workload", "工作負載"))
