@@ -3,6 +3,7 @@ twin whose code cells equal the English ones except the language line, whose pro
 Chinese, and whose words for the workbook's terms are the glossary's (labkit.lang.editions)."""
 
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -104,6 +105,57 @@ def test_english_left_in_chinese_prose_is_found():
     assert editions.english_runs("- Kwon 等：*Efficient Memory Management for LLM Serving*，SOSP") == []
     assert editions.english_runs("**這樣讀** and this is not a title at all") \
         == ["and this is not a title at all"]
+
+
+def _stdout(text):
+    return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+
+def test_english_printed_by_a_chinese_cell_is_found():
+    made_up = [_stdout("已略過：reading the server。\n"), _stdout("池 256 格、2 個槽位\n")]
+    assert editions.english_printed_in("notebooks/zh-TW/04_split_vs_unified.ipynb", 15, made_up) \
+        == ["zh-TW/04_split_vs_unified.ipynb cell 15: English printed: 'reading the server'"]
+    table = nbformat.v4.new_output("execute_result", data={
+        "text/html": "<style>#T_1 td {font-weight: bold; color: red}</style><table><tr>"
+                     "<td>速度的來源</td><td>this notebook&#x27;s held-out run</td></tr></table>",
+        "text/plain": "ignored when there is HTML"})
+    assert editions.printed_english([table]) == ["this notebook's held-out run"]
+    assert editions.printed_english([_stdout("首字等待 TTFT p50 s 最多差了 30%")]) == ["TTFT p50 s"]
+    assert editions.printed_english([_stdout("ms/step, b=20 us/prompt tok, c=51 us/seq")]) \
+        == ["us/prompt tok, c"]
+
+
+def test_names_flags_and_units_are_not_english_sentences():
+    printed = ("labkit server  -c 256 -np 2 --kv-unified：llama.cpp 的 n_ctx_slot 4096，"
+               "/props total_slots 2，總 tok/s 上升了，是 1 個槽位的 1.50 倍，x1.50\n")
+    assert editions.printed_english([_stdout(printed)]) == []
+    assert editions.printed_english([nbformat.v4.new_output("stream", name="stderr",
+                                                            text="a warning from a library")]) == []
+    widget = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+        "text/plain": "VBox(children=(a slider, with English words))"})
+    assert editions.printed_english([widget]) == []
+
+
+class _NbvalCell:
+    """What the hook reads of an nbval cell: its notebook, its number, what it printed."""
+
+    def __init__(self, path, outputs):
+        self.path, self.cell_num, self.test_outputs = Path(path), 15, outputs
+
+    def raise_cell_error(self, message):
+        raise AssertionError(message)
+
+
+def test_a_chinese_cell_that_prints_english_fails_under_nbval(pytestconfig):
+    hook = next(p.no_english_printed_in_chinese for p in pytestconfig.pluginmanager.get_plugins()
+                if hasattr(p, "no_english_printed_in_chinese"))
+    made_up = [_stdout("已略過：reading the server。\n")]
+    with pytest.raises(AssertionError, match=r"zh-TW/04_split_vs_unified.ipynb cell 15: "
+                                             r"English printed: 'reading the server'"):
+        hook(_NbvalCell(editions.ROOT / "zh-TW" / "04_split_vs_unified.ipynb", made_up))
+    hook(_NbvalCell(editions.ROOT / "04_split_vs_unified.ipynb", made_up))   # English: printed
+    hook(_NbvalCell(editions.ROOT / "zh-TW" / "04_split_vs_unified.ipynb", [_stdout("已略過。")]))
 
 
 def test_language_line_is_the_one_difference_allowed():

@@ -20,6 +20,10 @@ added to the English edition arrives in the Chinese one with its English prose u
 ``<!-- translate -->`` mark, which the check reports until someone translates it; a cell
 removed from the English edition is removed from the twin. A twin that does not exist yet is
 created the same way, all of its prose marked.
+
+What the Chinese edition prints is Chinese too: :func:`english_printed_in` finds the English
+phrases (three words or more) in a cell's outputs, and conftest.py fails each cell of a zh-TW
+notebook that prints one when nbval runs it.
 """
 
 from __future__ import annotations
@@ -117,8 +121,22 @@ SKIP_IN_PROSE = [
     re.compile(r"<[^>]+>"),                    # HTML tags
     re.compile(r"(?<![*\w])\*(?!\*)[^*\n]+\*(?!\*)"),  # *a title in italics* (a paper's)
 ]
+# An English word: a letter, then letters, digits, apostrophes and hyphens (p50, held-out); a
+# unit written with a slash is one word (tok/s). A piece of a program's name is no word: a flag
+# (--kv-unified), a route (/props), a dotted or underscored name (llama.cpp, n_ctx_slot).
+WORD = (r"(?<![A-Za-z0-9_.\-/])(?<![A-Za-z0-9]['’])"      # not inside a name, nor the s of 's
+        r"[A-Za-z](?:[A-Za-z0-9-]|['’](?=[A-Za-z]))*"         # held-out, p50, don't
+        r"(?:/[A-Za-z](?:[A-Za-z0-9-]|['’](?=[A-Za-z]))*)*"   # tok/s
+        r"(?![A-Za-z0-9_/\-]|\.[A-Za-z0-9])")                 # not n_ of n_ctx, llama of llama.cpp
+
+
+def english_run(words: int) -> re.Pattern:
+    """``words`` or more English words in a row, apart only by spaces and commas."""
+    return re.compile(rf"{WORD}(?:[ ,]+{WORD}){{{words - 1},}}")
+
+
 # Five English words in a row, outside code, formulas and links: a sentence left untranslated.
-ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){4,}")
+ENGLISH_RUN = english_run(5)
 
 
 def english_runs(markdown: str) -> list[str]:
@@ -129,6 +147,60 @@ def english_runs(markdown: str) -> list[str]:
     for pattern in SKIP_IN_PROSE:
         text = pattern.sub(" ", text)
     return [m.group(0) for m in ENGLISH_RUN.finditer(text)]
+
+
+# ---------------------------------------------------------------------------- what the Chinese edition prints
+
+# English a Chinese notebook may print, three words or more in a row (a regular expression
+# each, searched in the phrase found). Everything else it prints is in Chinese.
+ENGLISH_ALLOWED_IN_OUTPUT = [
+]
+# Three English words in a row in what a cell prints: a sentence, not a name or a unit.
+PRINTED_RUN = english_run(3)
+_HTML_DROP = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
+def output_text(output) -> str:
+    """The text people read in one output of a cell: its standard output, or a display's
+    table (text/html, its tags and styles dropped) or text; images, a widget's text/plain
+    (its repr, never shown) and standard error (libraries' warnings and progress bars) are
+    left out."""
+    import html
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output.get("text", "") if output.get("name") == "stdout" else ""
+    data = output.get("data", {})
+    if kind not in ("display_data", "execute_result") \
+            or "application/vnd.jupyter.widget-view+json" in data:
+        return ""
+    if "text/html" in data:
+        page = _HTML_DROP.sub(" ", "".join(data["text/html"]))
+        return html.unescape(_HTML_TAG.sub("\n", page))
+    return "".join(data.get("text/plain", ""))
+
+
+def printed_english(outputs) -> list[str]:
+    """The English runs of three or more words in a cell's ``outputs`` (nbformat output
+    dicts), other than those :data:`ENGLISH_ALLOWED_IN_OUTPUT` allows; code spans and lines
+    with a web address are left out."""
+    found = []
+    for output in outputs:
+        for line in output_text(output).splitlines():
+            if "http://" in line or "https://" in line:
+                continue
+            for m in PRINTED_RUN.finditer(re.sub(r"`[^`]*`", " ", line)):
+                if not any(re.search(allowed, m.group(0)) for allowed in ENGLISH_ALLOWED_IN_OUTPUT):
+                    found.append(m.group(0))
+    return found
+
+
+def english_printed_in(path, cell: int, outputs) -> list[str]:
+    """One line per English phrase the Chinese notebook ``path`` printed in cell ``cell``,
+    naming the notebook, the cell and the phrase (empty when it printed none)."""
+    name = "/".join(Path(path).parts[-2:])
+    return [f"{name} cell {cell}: English printed: {phrase!r}"
+            for phrase in printed_english(outputs)]
 
 
 def differences(english, chinese, language: str = "zh-TW") -> list[str]:
