@@ -132,6 +132,8 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "doctor.ready": {"en": "READY: the model loads and generates.",
                      "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
     "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
+    # ---- the commands' --help
+    "cli.help": {"en": "show this help message and exit", "zh-TW": "顯示這段說明，然後結束"},
     # ---- labkit bench
     "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
                           "{quick}; logs in {logs}",
