@@ -129,6 +129,11 @@ def test_names_flags_and_units_are_not_english_sentences():
     printed = ("labkit server  -c 256 -np 2 --kv-unified：llama.cpp 的 n_ctx_slot 4096，"
                "/props total_slots 2，總 tok/s 上升了，是 1 個槽位的 1.50 倍，x1.50\n")
     assert editions.printed_english([_stdout(printed)]) == []
+    allowed = ("字型  Noto Sans CJK TC（圖表可顯示中文標籤）；找不到 NVIDIA GPU（NVML：NVML Shared "
+               "Library Not Found）；生成：'Red, green and blue.'")
+    assert editions.printed_english([_stdout(allowed)]) == []
+    assert editions.printed_english([_stdout("找不到 NVIDIA GPU（NVML：Not Found）so try again now")]) \
+        == ["so try again now"]
     assert editions.printed_english([nbformat.v4.new_output("stream", name="stderr",
                                                             text="a warning from a library")]) == []
     widget = nbformat.v4.new_output("display_data", data={

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import nbformat
 
+from .fonts import PREFERRED
+
 ROOT = Path(__file__).resolve().parents[2] / "notebooks"
 TWIN_DIR = "zh-TW"
 LANGUAGE_LINE = re.compile(r'^nb\.use_language\("(?P<lang>[^"]*)"\)', re.M)
@@ -151,12 +153,18 @@ def english_runs(markdown: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- what the Chinese edition prints
 
-# English a Chinese notebook may print, three words or more in a row (a regular expression
-# each, searched in the phrase found). Everything else it prints is in Chinese.
+# English a Chinese notebook may print, three words or more in a row: a regular expression
+# each, searched in the printed line; a phrase inside what it matches is allowed. Everything
+# else the Chinese edition prints is in Chinese.
 ENGLISH_ALLOWED_IN_OUTPUT = [
+    "|".join(map(re.escape, PREFERRED)),      # a font's name (labkit.lang.fonts)
+    r"NVML(：| 列出 GPU 時失敗：)[^）\n]*",      # NVML's own error (labkit.machine.gpu)
 ]
 # Three English words in a row in what a cell prints: a sentence, not a name or a unit.
 PRINTED_RUN = english_run(3)
+# Left out of what a cell prints before it is read: code spans, and quoted strings (a value's
+# repr: a model's answer, a list of names), which are data, not words labkit chose.
+SKIP_IN_OUTPUT = [re.compile(r"`[^`]*`"), re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")]
 _HTML_DROP = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
 _HTML_TAG = re.compile(r"<[^>]+>")
 
@@ -182,16 +190,19 @@ def output_text(output) -> str:
 
 def printed_english(outputs) -> list[str]:
     """The English runs of three or more words in a cell's ``outputs`` (nbformat output
-    dicts), other than those :data:`ENGLISH_ALLOWED_IN_OUTPUT` allows; code spans and lines
-    with a web address are left out."""
+    dicts), other than those :data:`ENGLISH_ALLOWED_IN_OUTPUT` allows; code spans, quoted
+    strings and lines with a web address are left out."""
     found = []
     for output in outputs:
         for line in output_text(output).splitlines():
             if "http://" in line or "https://" in line:
                 continue
-            for m in PRINTED_RUN.finditer(re.sub(r"`[^`]*`", " ", line)):
-                if not any(re.search(allowed, m.group(0)) for allowed in ENGLISH_ALLOWED_IN_OUTPUT):
-                    found.append(m.group(0))
+            for pattern in SKIP_IN_OUTPUT:
+                line = pattern.sub(lambda m: " " * len(m.group(0)), line)
+            allowed = [a.span() for pattern in ENGLISH_ALLOWED_IN_OUTPUT
+                       for a in re.finditer(pattern, line)]
+            found += [m.group(0) for m in PRINTED_RUN.finditer(line)
+                      if not any(start <= m.start() and m.end() <= end for start, end in allowed)]
     return found
 
 
