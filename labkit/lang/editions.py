@@ -159,6 +159,7 @@ def english_runs(markdown: str) -> list[str]:
 ENGLISH_ALLOWED_IN_OUTPUT = [
     "|".join(map(re.escape, PREFERRED)),      # a font's name (labkit.lang.fonts)
     r"NVML(：| 列出 GPU 時失敗：)[^）\n]*",      # NVML's own error (labkit.machine.gpu)
+    r"(?<=模型)[：\s]+[^（\n]+",                # a model's name, from its GGUF (banner, doctor)
 ]
 # Three English words in a row in what a cell prints: a sentence, not a name or a unit.
 PRINTED_RUN = english_run(3)
