@@ -140,7 +140,9 @@ def test_names_flags_and_units_are_not_english_sentences():
     widget = nbformat.v4.new_output("display_data", data={
         "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
         "text/plain": "VBox(children=(a slider, with English words))"})
-    assert editions.printed_english([widget]) == []
+    figure = nbformat.v4.new_output("display_data", data={
+        "image/png": "iVBOR", "text/plain": "<Figure size 1000x700 with some more words>"})
+    assert editions.printed_english([widget, figure]) == []
 
 
 class _NbvalCell:

@@ -172,16 +172,16 @@ _HTML_TAG = re.compile(r"<[^>]+>")
 
 def output_text(output) -> str:
     """The text people read in one output of a cell: its standard output, or a display's
-    table (text/html, its tags and styles dropped) or text; images, a widget's text/plain
-    (its repr, never shown) and standard error (libraries' warnings and progress bars) are
-    left out."""
+    table (text/html, its tags and styles dropped) or text; a picture and a widget (with the
+    text/plain of their repr, never shown) and standard error (libraries' warnings and
+    progress bars) are left out."""
     import html
     kind = output.get("output_type")
     if kind == "stream":
         return output.get("text", "") if output.get("name") == "stdout" else ""
     data = output.get("data", {})
-    if kind not in ("display_data", "execute_result") \
-            or "application/vnd.jupyter.widget-view+json" in data:
+    if kind not in ("display_data", "execute_result") or any(
+            k.startswith("image/") or k == "application/vnd.jupyter.widget-view+json" for k in data):
         return ""
     if "text/html" in data:
         page = _HTML_DROP.sub(" ", "".join(data["text/html"]))
