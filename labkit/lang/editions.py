@@ -164,8 +164,9 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
 # Three English words in a row in what a cell prints: a sentence, not a name or a unit.
 PRINTED_RUN = english_run(3)
 # Left out of what a cell prints before it is read: code spans, and quoted strings (a value's
-# repr: a model's answer, a list of names), which are data, not words labkit chose.
-SKIP_IN_OUTPUT = [re.compile(r"`[^`]*`"), re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")]
+# repr or JSON: a model's answer, a list of names), which are data, not words labkit chose.
+SKIP_IN_OUTPUT = [re.compile(r"`[^`]*`"), re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])"),
+                  re.compile(r'"[^"\n]*"')]
 _HTML_DROP = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
 _HTML_TAG = re.compile(r"<[^>]+>")
 
