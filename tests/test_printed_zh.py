@@ -37,14 +37,17 @@ def _says(edition, found):
         assert found, "the English edition printed no English phrase the check would find"
 
 
-def test_seed_tables_and_the_step_cost(edition):
+def test_seed_tables_the_step_cost_and_the_kv_schemes(edition):
     from labkit import sim
     from labkit.costs import roofline as rl
     from labkit.lessons import seed_tables
+    from labkit.sim import waste
     m = rl.Machine(bandwidth=1e11, flops=1e12, bandwidth_source="t", flops_source="t")
     pays = seed_tables.why_batching_pays(machine=m)
     assert pays.index.get_level_values(0).str.startswith("simulator").sum() == 2   # the data stays
-    _says(edition, english(i18n.show(pays.round(3)), sim.preset("rtx4090", "8b-q4")))
+    schemes = pd.DataFrame({"waste": 0.5}, index=pd.Index(list(waste.schemes()), name="scheme"))
+    _says(edition, english(i18n.show(pays.round(3)), sim.preset("rtx4090", "8b-q4"),
+                           i18n.show(schemes)))
 
 
 def test_findings_speeds_services_and_the_prediction_error(edition):

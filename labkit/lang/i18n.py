@@ -420,6 +420,10 @@ CELL_PATTERNS = {
                (r"^simulator: (.+)$", r"模擬器：\1"),
                (r"^roofline: the embedded model on this machine$", "屋頂線：這台機器上的內建模型"),
                (r"^roofline: (.+) on this machine$", r"屋頂線：這台機器上的 \1")],
+    # the KV schemes compared at equal memory (labkit.sim.waste.schemes)
+    "scheme": [(r"^split, (\d+) slots x (\d+)$", r"分割 KV，\1 個槽位 × \2"),
+               (r"^unified, (\d+) slots$", r"統一 KV，\1 個槽位"),
+               (r"^paged, (\d+) slots, blocks of (\d+)$", r"分頁 KV，\1 個槽位，每塊 \2 格")],
 }
 
 UNGRADED_NOTE = " (fits context and TTFT only: answers not graded)"
