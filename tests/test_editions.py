@@ -136,6 +136,15 @@ def test_names_flags_and_units_are_not_english_sentences():
     assert editions.printed_english([_stdout(allowed)]) == []
     assert editions.printed_english([_stdout("找不到 NVIDIA GPU（NVML：Not Found）so try again now")]) \
         == ["so try again now"]
+    llama_cpp = ("04:17:47 I labkit.engine.llama: llama_context: n_ctx_seq (2048) < n_ctx_train "
+                 "(8192) -- the full capacity of the model will not be utilized\n"
+                 "   日誌： srv    load_model: capping per-slot context (4096) to 1024\n"
+                 "labkit server  -c 256: 2 個 HTTP 500（Context size has been exceeded.）\n"
+                 "DEMO-01  None 400 HTTP 400: request (2048 tokens) exceeds the available context\n")
+    source = ("    def _prefill_step(self, a, b, c, d):\n        # cells after this step\n"
+              "        for job, n in chunks:\n 137   if usage is None or usage.get('x') is None:\n"
+              "        heapq.heappush(self._heap, (0 if front else 1, req))\n")
+    assert editions.printed_english([_stdout(llama_cpp), _stdout(source)]) == []
     assert editions.printed_english([nbformat.v4.new_output("stream", name="stderr",
                                                             text="a warning from a library")]) == []
     widget = nbformat.v4.new_output("display_data", data={

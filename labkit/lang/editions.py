@@ -160,7 +160,16 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
     "|".join(map(re.escape, PREFERRED)),      # a font's name (labkit.lang.fonts)
     r"NVML(：| 列出 GPU 時失敗：)[^）\n]*",      # NVML's own error (labkit.machine.gpu)
     r"(?<=模型)[：\s]+[^（\n]+",                # a model's name, from its GGUF (banner, doctor)
+    r"\b(llama|ggml|gguf)_\w+: .*",              # a log line of llama.cpp (llama_context: ...)
+    r"\b(srv|slot|que|main) +\w+: .*",           # and of llama-server (srv  load_model: ...)
+    r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
+    r"^Context size has been exceeded\.$",       # the body of the engine's HTTP 500, alone
 ]
+# A printed line of Python (a function's source): a statement, an assignment, a call or a
+# comment, after the line's number if it has one. Its words are the program's, not prose.
+PYTHON_LINE = re.compile(r"^\s*(\d+\s+)?(#|@|(def|class|return|if|elif|else|for|while|with|"
+                         r"try|except|yield|raise|assert|import|from)\b|[A-Za-z_][\w.\[\]\"']* *[-+*/]?= "
+                         r"|[A-Za-z_][\w.]*\()", re.A)
 # Three English words in a row in what a cell prints: a sentence, not a name or a unit.
 PRINTED_RUN = english_run(3)
 # Left out of what a cell prints before it is read: code spans, and quoted strings (a value's
@@ -193,11 +202,11 @@ def output_text(output) -> str:
 def printed_english(outputs) -> list[str]:
     """The English runs of three or more words in a cell's ``outputs`` (nbformat output
     dicts), other than those :data:`ENGLISH_ALLOWED_IN_OUTPUT` allows; code spans, quoted
-    strings and lines with a web address are left out."""
+    strings, lines of Python and lines with a web address are left out."""
     found = []
     for output in outputs:
         for line in output_text(output).splitlines():
-            if "http://" in line or "https://" in line:
+            if "http://" in line or "https://" in line or PYTHON_LINE.match(line):
                 continue
             for pattern in SKIP_IN_OUTPUT:
                 line = pattern.sub(lambda m: " " * len(m.group(0)), line)
