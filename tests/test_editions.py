@@ -132,7 +132,8 @@ def test_names_flags_and_units_are_not_english_sentences():
     allowed = ("字型  Noto Sans CJK TC（圖表可顯示中文標籤）；找不到 NVIDIA GPU（NVML：NVML Shared "
                "Library Not Found）；生成：'Red, green and blue.'\n"
                "模型：  Smollm2 135M 8k Lc100K Mix1 Ep2（Q4_1，94 MiB）\n"
-               ' "name": "Smollm2 135M 8k Lc100K Mix1 Ep2",')
+               ' "name": "Smollm2 135M 8k Lc100K Mix1 Ep2",\n'
+               "short split np1\nshort-zh unified np4")
     assert editions.printed_english([_stdout(allowed)]) == []
     assert editions.printed_english([_stdout("找不到 NVIDIA GPU（NVML：Not Found）so try again now")]) \
         == ["so try again now"]

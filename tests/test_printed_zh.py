@@ -69,6 +69,14 @@ def test_findings_speeds_services_and_the_prediction_error(edition):
     assert "solo assistant" in needs.index and "30-user chat" in set(services["service"])
 
 
+def test_the_classroom_samples(edition):
+    from labkit.lessons import classroom
+    merged = classroom.merge(classroom.submissions(classroom.samples_dir()))
+    _says(edition, english(i18n.show(classroom.recipes(merged)),
+                           i18n.show(classroom.comparison(merged, "output_tok_s")),
+                           i18n.show(classroom.gates(merged))))
+
+
 def test_skip_notes(edition, monkeypatch, capsys):
     from labkit import notebook as nb
     from labkit.lessons import llama_server

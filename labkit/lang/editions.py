@@ -164,6 +164,7 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
     r"\b(srv|slot|que|main) +\w+: .*",           # and of llama-server (srv  load_model: ...)
     r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
     r"^Context size has been exceeded\.$",       # the body of the engine's HTTP 500, alone
+    r"\b[\w-]+ (split|unified) np\d+\b",          # a classroom config, a key the code groups by
 ]
 # A printed line of Python (a function's source): a statement, an assignment, a call or a
 # comment, after the line's number if it has one. Its words are the program's, not prose.

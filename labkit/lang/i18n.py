@@ -420,6 +420,13 @@ CELL_PATTERNS = {
                (r"^simulator: (.+)$", r"模擬器：\1"),
                (r"^roofline: the embedded model on this machine$", "屋頂線：這台機器上的內建模型"),
                (r"^roofline: (.+) on this machine$", r"屋頂線：這台機器上的 \1")],
+    # a classroom submission's machine, and the note of the samples labkit ships
+    # (labkit.lessons.classroom; data/classroom/*/about.json)
+    "machine": [(r"^(\S+) CPUs, no GPU$", r"\1 個 CPU，沒有 GPU"), (r"^(\S+) CPUs, (.+)$", r"\1 個 CPU，\2"),
+                (r"^unknown machine \(no environment.json\)$", "機器不明（沒有 environment.json）")],
+    "note": [(r"^SAMPLE made with labkit bench \((\d+) thread, (\d+) documents, (\w+) KV\), "
+              r"not a learner's result$",
+              r"範例（SAMPLE）：用 labkit bench 做的（\1 個執行緒、\2 份文件、\3 KV），不是學員的結果")],
     # the KV schemes compared at equal memory (labkit.sim.waste.schemes)
     "scheme": [(r"^split, (\d+) slots x (\d+)$", r"分割 KV，\1 個槽位 × \2"),
                (r"^unified, (\d+) slots$", r"統一 KV，\1 個槽位"),
