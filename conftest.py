@@ -113,7 +113,7 @@ def pytest_runtest_call(item):
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_runtest_call")
-def no_english_printed_in_chinese(item):
+def pytest_runtest_call_in_chinese(item):
     """After a cell of a Chinese notebook ran under nbval: it printed no English sentence. What it
     printed (nbval keeps it as the item's ``test_outputs``) is read for English phrases of
     three words or more (labkit.lang.editions.english_printed_in), and each one fails the

@@ -167,8 +167,8 @@ class _NbvalCell:
 
 
 def test_a_chinese_cell_that_prints_english_fails_under_nbval(pytestconfig):
-    hook = next(p.no_english_printed_in_chinese for p in pytestconfig.pluginmanager.get_plugins()
-                if hasattr(p, "no_english_printed_in_chinese"))
+    hook = next(impl.function for impl in pytestconfig.hook.pytest_runtest_call.get_hookimpls()
+                if impl.function.__name__ == "pytest_runtest_call_in_chinese")   # registered
     made_up = [_stdout("已略過：reading the server。\n")]
     with pytest.raises(AssertionError, match=r"zh-TW/04_split_vs_unified.ipynb cell 15: "
                                              r"English printed: 'reading the server'"):
