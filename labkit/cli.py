@@ -8,10 +8,11 @@ import sys
 
 def _doctor(argv: list[str]) -> int:
     from .tools import doctor
-    from .lang.i18n import pick
-    p = argparse.ArgumentParser(prog="labkit doctor",
+    from .lang.i18n import pick, t
+    p = argparse.ArgumentParser(prog="labkit doctor", add_help=False,
                                 description=pick("Check that this machine can run the workbook.",
                                                  "檢查這台機器能不能執行這本工作簿。"))
+    p.add_argument("-h", "--help", action="help", help=t("cli.help"))
     p.add_argument("--json", action="store_true",
                    help=pick("print the report as JSON", "以 JSON 印出報告"))
     p.add_argument("--model", "-m",

@@ -38,7 +38,7 @@ from .lessons.live import (EngineRun, ask, ask_messages, count_tokens, document,
 from .costs.planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate,
                              hourly, prediction_error, read_worksheet, replay,
                              saturation_signals)
-from .lang.i18n import Both, show
+from .lang.i18n import Both, show, value
 from .lang.i18n import pick as tr
 from .machine.runenv import log_to_file, pick, quick, results_dir
 
@@ -47,7 +47,7 @@ __all__ = [
     "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
     "say", "skip_without_gpu", "terms", "use_language",
     # labkit.lang.i18n
-    "Both", "show", "tr",
+    "Both", "show", "tr", "value",
     # labkit.machine.runenv
     "log_to_file", "pick", "quick", "results_dir",
     # labkit.lessons.live

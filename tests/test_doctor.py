@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from labkit.lang import editions
 from labkit.tools import doctor
 from labkit.machine import gpu
 
@@ -86,3 +87,72 @@ def test_cli_unknown_command_and_help(capsys):
     assert "unknown command" in capsys.readouterr().err
     assert main(["--help"]) == 0
     assert "doctor" in capsys.readouterr().out
+
+
+def fake_report(**changes) -> dict:
+    """A report as collect() makes it, every row of render() in it: a GPU, advice, a synthetic
+    model, a generation, and a problem."""
+    report = {
+        "labkit": "0.1.0", "python": "3.11.7", "platform": "Linux-6.1-x86_64", "machine": "x86_64",
+        "cpu_count": 2, "packages": {name: "1.0" for name in doctor.PACKAGES} | {"nbval": None},
+        "llama_cpp": {"ok": True, "version": "0.3.36", "gpu_offload": False,
+                      "devices": ["CPU (Intel(R) Xeon(R) Processor)"],
+                      "llama_cpp_source": {"commit": "0c1e570", "compiler": "GNU 12.2.0",
+                                           "target": "Linux x86_64"},
+                      "system_info": "CPU : AVX2 = 1 | OPENMP = 1 |"},
+        "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_used_bytes": 2**30,
+                  "memory_total_bytes": 140 * 2**30, "driver": "570.1"}],
+        "gpu_note": "", "advice": doctor.t("doctor.advice_cpu_build"),
+        "model": {"path": "/models/m.gguf", "name": "SmolLM2 135M", "architecture": "llama",
+                  "n_layer": 30, "n_head": 9, "n_head_kv": 3, "head_dim": 64, "n_embd": 576,
+                  "n_ctx_train": 8192, "file_type": "Q4_1", "n_params": 134515008,
+                  "size_bytes": 98362432, "sha256": "b1" * 32, "synthetic": "llama-3.1-8b"},
+        "generation": {"ok": True, "completion_tokens": 24, "wall_s": 0.5, "tokens_per_s": 48.0,
+                       "load_s": 0.3, "n_gpu_layers": 0, "text": "red, green, blue"},
+        "cjk_font": "Noto Sans CJK TC", "problems": ["llama-cpp-python: boom -> pip install"],
+        "ok": False,
+    }
+    return report | changes
+
+
+def _columns(text: str) -> int:
+    """How many columns of a terminal ``text`` takes (a Chinese character takes two)."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def misaligned(screen: str) -> list[str]:
+    """The lines of doctor's screen whose value does not start 18 columns in: every
+    line but the blank ones, the title, the verdict and the problems under it is a row."""
+    lines = screen.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith(("READY", "NOT READY")))
+    bad = []
+    for line in lines[1:verdict]:
+        if not line:
+            continue
+        label = re.match(r"\S+(?: \d+)?", line).group(0)       # a name, or "GPU 0"
+        rest = line[len(label):]
+        value_at = _columns(label) + len(rest) - len(rest.lstrip(" "))
+        if value_at != 18 or not rest.startswith(" "):
+            bad.append(line)
+    return bad
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_every_row_of_doctor_starts_its_value_in_one_column(monkeypatch, lang):
+    monkeypatch.setenv("LABKIT_LANG", lang)
+    for report in (fake_report(), fake_report(gpus=[], advice=None, ok=True, problems=[],
+                                              generation={"ok": None, "skipped": "--no-generate"},
+                                              cjk_font=None)):
+        screen = doctor.render(report)
+        assert len(screen.splitlines()) > 20 and misaligned(screen) == [], screen
+
+
+def test_a_row_padded_by_characters_not_columns_is_found(monkeypatch):
+    """The check can say no: labels padded by their count of characters leave the Chinese
+    rows two columns to the right per character."""
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    monkeypatch.setattr(doctor, "_pad", lambda label, width: label.ljust(width))
+    bad = misaligned(doctor.render(fake_report()))
+    assert bad and all(editions.CJK.search(line.split()[0]) for line in bad), bad
+    assert any(line.startswith("建置") for line in bad)

@@ -3,6 +3,7 @@ twin whose code cells equal the English ones except the language line, whose pro
 Chinese, and whose words for the workbook's terms are the glossary's (labkit.lang.editions)."""
 
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -195,6 +196,76 @@ def test_the_check_reports_the_labels_to_fix(tmp_path):
     editions.write(chinese, editions.twin(tmp_path / "00_x.ipynb"))
     assert editions.report(tmp_path) == {"00_x.ipynb": [
         f"cell 1: 帶位的人 should read 帶位員 ({editions.WORDS_HOWTO})"]}
+
+
+def _stdout(text):
+    return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+
+def test_english_printed_by_a_chinese_cell_is_found():
+    made_up = [_stdout("已略過：reading the server。\n"), _stdout("池 256 格、2 個槽位\n")]
+    assert editions.english_printed_in("notebooks/zh-TW/04_split_vs_unified.ipynb", 15, made_up) \
+        == ["zh-TW/04_split_vs_unified.ipynb cell 15: English printed: 'reading the server'"]
+    table = nbformat.v4.new_output("execute_result", data={
+        "text/html": "<style>#T_1 td {font-weight: bold; color: red}</style><table><tr>"
+                     "<td>速度的來源</td><td>this notebook&#x27;s held-out run</td></tr></table>",
+        "text/plain": "ignored when there is HTML"})
+    assert editions.printed_english([table]) == ["this notebook's held-out run"]
+    assert editions.printed_english([_stdout("首字等待 TTFT p50 s 最多差了 30%")]) == ["TTFT p50 s"]
+    assert editions.printed_english([_stdout("ms/step, b=20 us/prompt tok, c=51 us/seq")]) \
+        == ["us/prompt tok, c"]
+
+
+def test_names_flags_and_units_are_not_english_sentences():
+    printed = ("labkit server  -c 256 -np 2 --kv-unified：llama.cpp 的 n_ctx_slot 4096，"
+               "/props total_slots 2，總 tok/s 上升了，是 1 個槽位的 1.50 倍，x1.50\n")
+    assert editions.printed_english([_stdout(printed)]) == []
+    allowed = ("字型  Noto Sans CJK TC（圖表可顯示中文標籤）；找不到 NVIDIA GPU（NVML：NVML Shared "
+               "Library Not Found）；生成：'Red, green and blue.'\n"
+               "模型：  Smollm2 135M 8k Lc100K Mix1 Ep2（Q4_1，94 MiB）\n"
+               ' "name": "Smollm2 135M 8k Lc100K Mix1 Ep2",\n'
+               "short split np1\nshort-zh unified np4")
+    assert editions.printed_english([_stdout(allowed)]) == []
+    assert editions.printed_english([_stdout("找不到 NVIDIA GPU（NVML：Not Found）so try again now")]) \
+        == ["so try again now"]
+    llama_cpp = ("04:17:47 I labkit.engine.llama: llama_context: n_ctx_seq (2048) < n_ctx_train "
+                 "(8192) -- the full capacity of the model will not be utilized\n"
+                 "   日誌： srv    load_model: capping per-slot context (4096) to 1024\n"
+                 "labkit server  -c 256: 2 個 HTTP 500（Context size has been exceeded.）\n"
+                 "DEMO-01  None 400 HTTP 400: request (2048 tokens) exceeds the available context\n")
+    source = ("    def _prefill_step(self, a, b, c, d):\n        # cells after this step\n"
+              "        for job, n in chunks:\n 137   if usage is None or usage.get('x') is None:\n"
+              "        heapq.heappush(self._heap, (0 if front else 1, req))\n")
+    assert editions.printed_english([_stdout(llama_cpp), _stdout(source)]) == []
+    assert editions.printed_english([nbformat.v4.new_output("stream", name="stderr",
+                                                            text="a warning from a library")]) == []
+    widget = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+        "text/plain": "VBox(children=(a slider, with English words))"})
+    figure = nbformat.v4.new_output("display_data", data={
+        "image/png": "iVBOR", "text/plain": "<Figure size 1000x700 with some more words>"})
+    assert editions.printed_english([widget, figure]) == []
+
+
+class _NbvalCell:
+    """What the hook reads of an nbval cell: its notebook, its number, what it printed."""
+
+    def __init__(self, path, outputs):
+        self.path, self.cell_num, self.test_outputs = Path(path), 15, outputs
+
+    def raise_cell_error(self, message):
+        raise AssertionError(message)
+
+
+def test_a_chinese_cell_that_prints_english_fails_under_nbval(pytestconfig):
+    hook = next(impl.function for impl in pytestconfig.hook.pytest_runtest_call.get_hookimpls()
+                if impl.function.__name__ == "pytest_runtest_call_in_chinese")   # registered
+    made_up = [_stdout("已略過：reading the server。\n")]
+    with pytest.raises(AssertionError, match=r"zh-TW/04_split_vs_unified.ipynb cell 15: "
+                                             r"English printed: 'reading the server'"):
+        hook(_NbvalCell(editions.ROOT / "zh-TW" / "04_split_vs_unified.ipynb", made_up))
+    hook(_NbvalCell(editions.ROOT / "04_split_vs_unified.ipynb", made_up))   # English: printed
+    hook(_NbvalCell(editions.ROOT / "zh-TW" / "04_split_vs_unified.ipynb", [_stdout("已略過。")]))
 
 
 def test_language_line_is_the_one_difference_allowed():

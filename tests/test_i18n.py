@@ -202,7 +202,7 @@ def _lang_tables_changed_by(code: str) -> list[str]:
     import sys
     probe = (
         "import json, labkit.lang.i18n as i18n\n"
-        "NAMES = ('CATALOGUE', 'HEADINGS', 'HEADING_PATTERNS', 'CELL_WORDS', 'WORKSHEET_WORDS', 'TITLES')\n"
+        "NAMES = ('CATALOGUE', 'HEADINGS', 'HEADING_PATTERNS', 'CELL_WORDS', 'CELL_PATTERNS', 'WORKSHEET_WORDS', 'TITLES')\n"
         "snap = lambda: {n: repr(getattr(i18n, n)) for n in NAMES}\n"
         "before = snap()\n" + code + "\n"
         "print(json.dumps(sorted(n for n, v in snap().items() if before[n] != v)))\n")

@@ -66,8 +66,9 @@ def test_findings_and_notes_in_chinese(zh):
                             "completion_p50_vs_1_slot": [1.0, 1.3, float("nan")],
                             "failed": [0, 0, 3], "verdict": ["pass", "pass", "fail: errors"]})
     lines = planning.findings(reading)
-    assert lines[0].startswith("short，split，2 個槽位：總 tok/s 上升了（1 個槽位的 x1.50）")
-    assert "（變慢了）" in lines[0] and "有 3 個請求失敗" in lines[1]
+    assert lines[0] == ("short，split，2 個槽位：總 tok/s 上升了，是 1 個槽位的 1.50 倍；"
+                        "單一請求所花時間的中位數是 1 個槽位的 1.30 倍（變慢了）；通過。")
+    assert "有 3 個請求失敗" in lines[1]
     note = llama_server.skip_note(i18n.Both("the same two requests", "同樣兩個請求"))
     assert note.startswith("已略過：同樣兩個請求。") and 'pip install -e ".[ref]"' in note
 

@@ -164,14 +164,14 @@ class Calibration:
     def table(self) -> pd.DataFrame:
         """The coefficients with their bootstrap uncertainty, in readable units."""
         from ..lang.i18n import language
-        from ..sim.cost import TERMS_ZH
+        from ..sim.cost import PER_ZH, TERMS_ZH
         u = self.fit.uncertainty()
         scale = {"a": 1e3, "b": 1e3, "c": 1e3, "d": 1e6, "e": 1e9}
         unit = {"a": "ms/step", "b": "ms/prompt token", "c": "ms/decoding seq",
                 "d": "us/attended cell", "e": "ns/prefill pair"}
         if language() == "zh-TW":            # what people read; the numbers are the same
-            unit = {"a": "ms/步", "b": "ms/提示 token", "c": "ms/解碼序列", "d": "µs/注意到的格",
-                    "e": "ns/預填配對"}
+            prefix = {"a": "ms", "b": "ms", "c": "ms", "d": "µs", "e": "ns"}
+            unit = {k: f"{prefix[k]}/{PER_ZH[k]}" for k in unit}
             u = u.assign(multiplies=[TERMS_ZH[k] for k in u.index])
         return pd.DataFrame({"value": [u.loc[k, "value"] * s for k, s in scale.items()],
                              "se": [u.loc[k, "se"] * s for k, s in scale.items()],

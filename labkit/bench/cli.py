@@ -31,6 +31,27 @@ from pathlib import Path
 
 from ..settings import get as setting
 
+# The help's closing part in Chinese: the module's text above, after its first paragraph.
+EPILOG_ZH = """範例：
+
+    labkit bench                                     # 內建模型、short 工作負載、3 輪
+    labkit bench --rounds 1 --workload short long    # 一輪，兩組工作負載
+    labkit bench --server xllamacpp                  # 同樣的量測，跑在 llama.cpp 的 llama-server 上
+    labkit bench --server-cmd ./build/bin/llama-server -ngl 99
+    labkit bench --base-url http://127.0.0.1:8080    # 你自己啟動的伺服器，照它原本的設定
+    labkit bench --rate 2 --burst 3                  # 改用開放迴路的卜瓦松到達
+    labkit bench --model synthetic:llama-3.2-1b --slots 1 2 4 8 16   # 1B 的形狀，只量時間
+
+不加任何選項時，KV 池是 ``-c 4096``（種子教學用 16384）：short 工作負載的提示都不到 200 個
+token，所以就算分成 4 個分割 KV 的槽位（每個 1024 格），4096 格也夠每個槽位用；池小一點，
+預設的量測在 2 核心的 CPU 上也跑得快。伺服器的執行緒數是可用核心數減一（用 ``--threads``
+調整）：剩下的那個核心留給用戶端和 HTTP 前端。
+``LABKIT_QUICK=1``（測試套件會設定）會再縮小：1 輪、2 份文件、1 與 2 個分割 KV 的槽位。
+
+按 Ctrl-C 會停止伺服器，把已完成的每一輪存起來（工作表只含這幾輪），告訴你存在哪裡，
+然後以狀態碼 130 結束。
+"""
+
 DEFAULT_N_CTX = 4096
 DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
@@ -70,7 +91,7 @@ def _prompt_path():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..lang.i18n import pick as _
+    from ..lang.i18n import pick as _, t
     p = argparse.ArgumentParser(
         prog="labkit bench",
         description=_("Measure a server on the 12-document workload: 1/2/4 slots x split/unified "
@@ -78,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "results/<timestamp>/.",
                       "用 12 份文件的工作負載量測伺服器：1/2/4 個槽位 × 分割／統一 KV，每一輪都"
                       "重新啟動伺服器；印出工作表並寫入 results/<timestamp>/。"),
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+        formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False,
+        epilog=_(__doc__.split("\n\n", 1)[1], EPILOG_ZH))
+    p.add_argument("-h", "--help", action="help", help=t("cli.help"))
     p.add_argument("--workload", "-w", nargs="+", default=["short"],
                    help=_("workload names (short, long, overlong, shared_prefix, decode_heavy; "
                           "short-zh and long-zh: the same task in Traditional Chinese) "
@@ -122,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "（預設：內建的模型）"))
     ngl = setting("n_gpu_layers")
     p.add_argument(*ngl.flags, dest="n_gpu_layers", type=ngl.parse_cli, default=ngl.default,
-                   help=f"{ngl.help} ({ngl.allowed}; default {ngl.default})")
+                   help=_(f"{ngl.help} ({ngl.allowed}; default {ngl.default})",
+                          f"卸載到 GPU 的層數（大於等於 0 的整數，或用 'all' / 'auto' / -1 "
+                          f"表示每一層；預設 {ngl.default}）"))
     p.add_argument("--threads", "-t", type=int, default=None,
                    help=_("CPU threads for the server (default: the cores available minus one)",
                           "伺服器的 CPU 執行緒數（預設：可用核心數減一）"))

@@ -92,15 +92,14 @@ def findings(reading) -> list[str]:
             continue
         if r["slots"] == 1 or r["tok_s_vs_1_slot"] != r["tok_s_vs_1_slot"]:
             continue
-        rose = r["tok_s_vs_1_slot"] > 1
-        x = f"x{r['tok_s_vs_1_slot']:.2f}"
-        line = pick(f"{name}: total tok/s {'rose' if rose else 'did not rise'} ({x} of 1 slot)",
-                    f"{name}：總 tok/s {'上升了' if rose else '沒有上升'}（1 個槽位的 {x}）")
+        rose, x = r["tok_s_vs_1_slot"] > 1, r["tok_s_vs_1_slot"]
+        line = pick(f"{name}: total tok/s {'rose' if rose else 'did not rise'} (x{x:.2f} of 1 slot)",
+                    f"{name}：總 tok/s {'上升了' if rose else '沒有上升'}，是 1 個槽位的 {x:.2f} 倍")
         c = r["completion_p50_vs_1_slot"]
         if c == c:
             line += pick(f"; the median single request took x{c:.2f} as long"
                          + (" (slower)" if c > 1 else " (not slower)"),
-                         f"；單一請求的中位數花了 x{c:.2f} 的時間"
+                         f"；單一請求所花時間的中位數是 1 個槽位的 {c:.2f} 倍"
                          + ("（變慢了）" if c > 1 else "（沒有變慢）"))
         out.append(line + pick(f"; {r['verdict']}.", f"；{value('verdict', r['verdict'])}。"))
     return out

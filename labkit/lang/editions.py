@@ -30,6 +30,10 @@ glossary chose (調度 where :mod:`labkit.lang.glossary` says 排程, 詞元 whe
 named with its cell and the word to write. Code, formulas, links' targets, English titles in
 italics and the seed passages quoted word for word in 「」 (:data:`labkit.lang.glossary.SEED_QUOTES`)
 are not read: a program name, ``text_chunks``, keeps its spelling, and a seed keeps its words.
+
+What the Chinese edition prints is Chinese too: :func:`english_printed_in` finds the English
+phrases (three words or more) in a cell's outputs, and conftest.py fails each cell of a zh-TW
+notebook that prints one when nbval runs it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+from .fonts import PREFERRED
 
 ROOT = Path(__file__).resolve().parents[2] / "notebooks"
 TWIN_DIR = "zh-TW"
@@ -129,8 +135,22 @@ NOT_PROSE = [
 SKIP_IN_PROSE = NOT_PROSE + [
     re.compile(r"(?<![*\w])\*(?!\*)[^*\n]+\*(?!\*)"),  # *a title in italics* (a paper's)
 ]
+# An English word: a letter, then letters, digits, apostrophes and hyphens (p50, held-out); a
+# unit written with a slash is one word (tok/s). A piece of a program's name is no word: a flag
+# (--kv-unified), a route (/props), a dotted or underscored name (llama.cpp, n_ctx_slot).
+WORD = (r"(?<![A-Za-z0-9_.\-/])(?<![A-Za-z0-9]['’])"      # not inside a name, nor the s of 's
+        r"[A-Za-z](?:[A-Za-z0-9-]|['’](?=[A-Za-z]))*"         # held-out, p50, don't
+        r"(?:/[A-Za-z](?:[A-Za-z0-9-]|['’](?=[A-Za-z]))*)*"   # tok/s
+        r"(?![A-Za-z0-9_/\-]|\.[A-Za-z0-9])")                 # not n_ of n_ctx, llama of llama.cpp
+
+
+def english_run(words: int) -> re.Pattern:
+    """``words`` or more English words in a row, apart only by spaces and commas."""
+    return re.compile(rf"{WORD}(?:[ ,]+{WORD}){{{words - 1},}}")
+
+
 # Five English words in a row, outside code, formulas and links: a sentence left untranslated.
-ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){4,}")
+ENGLISH_RUN = english_run(5)
 
 
 def english_runs(markdown: str) -> list[str]:
@@ -141,6 +161,81 @@ def english_runs(markdown: str) -> list[str]:
     for pattern in SKIP_IN_PROSE:
         text = pattern.sub(" ", text)
     return [m.group(0) for m in ENGLISH_RUN.finditer(text)]
+
+
+# ---------------------------------------------------------------------------- what the Chinese edition prints
+
+# English a Chinese notebook may print, three words or more in a row: a regular expression
+# each, searched in the printed line; a phrase inside what it matches is allowed. Everything
+# else the Chinese edition prints is in Chinese.
+ENGLISH_ALLOWED_IN_OUTPUT = [
+    "|".join(map(re.escape, PREFERRED)),      # a font's name (labkit.lang.fonts)
+    r"NVML(：| 列出 GPU 時失敗：)[^）\n]*",      # NVML's own error (labkit.machine.gpu)
+    r"(?<=模型)[：\s]+[^（\n]+",                # a model's name, from its GGUF (banner, doctor)
+    r"\b(llama|ggml|gguf)_\w+: .*",              # a log line of llama.cpp (llama_context: ...)
+    r"\b(srv|slot|que|main) +\w+: .*",           # and of llama-server (srv  load_model: ...)
+    r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
+    r"^Context size has been exceeded\.$",       # the body of the engine's HTTP 500, alone
+    r"\b[\w-]+ (split|unified) np\d+\b",          # a classroom config, a key the code groups by
+]
+# A printed line of Python (a function's source): a statement, an assignment, a call or a
+# comment, after the line's number if it has one. Its words are the program's, not prose.
+PYTHON_LINE = re.compile(r"^\s*(\d+\s+)?(#|@|(def|class|return|if|elif|else|for|while|with|"
+                         r"try|except|yield|raise|assert|import|from)\b|[A-Za-z_][\w.\[\]\"']* *[-+*/]?= "
+                         r"|[A-Za-z_][\w.]*\()", re.A)
+# Three English words in a row in what a cell prints: a sentence, not a name or a unit.
+PRINTED_RUN = english_run(3)
+# Left out of what a cell prints before it is read: code spans, and quoted strings (a value's
+# repr or JSON: a model's answer, a list of names), which are data, not words labkit chose.
+SKIP_IN_OUTPUT = [re.compile(r"`[^`]*`"), re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])"),
+                  re.compile(r'"[^"\n]*"')]
+_HTML_DROP = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
+def output_text(output) -> str:
+    """The text people read in one output of a cell: its standard output, or a display's
+    table (text/html, its tags and styles dropped) or text; a picture and a widget (with the
+    text/plain of their repr, never shown) and standard error (libraries' warnings and
+    progress bars) are left out."""
+    import html
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output.get("text", "") if output.get("name") == "stdout" else ""
+    data = output.get("data", {})
+    if kind not in ("display_data", "execute_result") or any(
+            k.startswith("image/") or k == "application/vnd.jupyter.widget-view+json" for k in data):
+        return ""
+    if "text/html" in data:
+        page = _HTML_DROP.sub(" ", "".join(data["text/html"]))
+        return html.unescape(_HTML_TAG.sub("\n", page))
+    return "".join(data.get("text/plain", ""))
+
+
+def printed_english(outputs) -> list[str]:
+    """The English runs of three or more words in a cell's ``outputs`` (nbformat output
+    dicts), other than those :data:`ENGLISH_ALLOWED_IN_OUTPUT` allows; code spans, quoted
+    strings, lines of Python and lines with a web address are left out."""
+    found = []
+    for output in outputs:
+        for line in output_text(output).splitlines():
+            if "http://" in line or "https://" in line or PYTHON_LINE.match(line):
+                continue
+            for pattern in SKIP_IN_OUTPUT:
+                line = pattern.sub(lambda m: " " * len(m.group(0)), line)
+            allowed = [a.span() for pattern in ENGLISH_ALLOWED_IN_OUTPUT
+                       for a in re.finditer(pattern, line)]
+            found += [m.group(0) for m in PRINTED_RUN.finditer(line)
+                      if not any(start <= m.start() and m.end() <= end for start, end in allowed)]
+    return found
+
+
+def english_printed_in(path, cell: int, outputs) -> list[str]:
+    """One line per English phrase the Chinese notebook ``path`` printed in cell ``cell``,
+    naming the notebook, the cell and the phrase (empty when it printed none)."""
+    name = "/".join(Path(path).parts[-2:])
+    return [f"{name} cell {cell}: English printed: {phrase!r}"
+            for phrase in printed_english(outputs)]
 
 
 def differences(english, chinese, language: str = "zh-TW") -> list[str]:

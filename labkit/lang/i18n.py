@@ -132,6 +132,8 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "doctor.ready": {"en": "READY: the model loads and generates.",
                      "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
     "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
+    # ---- the commands' --help
+    "cli.help": {"en": "show this help message and exit", "zh-TW": "顯示這段說明，然後結束"},
     # ---- labkit bench
     "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
                           "{quick}; logs in {logs}",
@@ -401,6 +403,34 @@ WORKSHEET_WORDS = {
 CELL_WORDS = {
     "decode_bound": {"bandwidth": "頻寬", "compute": "運算"},
     **{column: WORKSHEET_WORDS for column in ("verdict", "correct", "all_correct", "memory")},
+    # the two services of notebooks 07 and 08 (labkit.sim.experiments, labkit.costs.planning)
+    "service": {"solo assistant": "一人程式助手", "30-user chat": "30 人聊天"},
+    # where notebook 08's speeds come from (labkit.costs.planning.learner_speeds)
+    "source": {"notebook 05's worksheet": "筆記本 05 的工作表",
+               "this notebook's held-out run": "這本筆記本保留驗證的那一輪"},
+    # what notebook 08 measures and predicts (labkit.costs.planning.prediction_error)
+    "quantity": {"TTFT p50 s": HEADINGS["ttft_p50_s"], "TTFT mean s": "首字等待平均 (s)",
+                 "TTFT p90 s": HEADINGS["ttft_p90_s"]},
+}
+
+#: Cell values made from a pattern, by column: (regex, Chinese), as in :data:`HEADING_PATTERNS`.
+CELL_PATTERNS = {
+    # seed 001's table beside the simulator's and the roofline's (labkit.lessons.seed_tables)
+    "source": [(r"^seed (\d+): 7B on a GPU$", r"種子文章 \1：GPU 上的 7B 模型"),
+               (r"^simulator: (.+)$", r"模擬器：\1"),
+               (r"^roofline: the embedded model on this machine$", "屋頂線：這台機器上的內建模型"),
+               (r"^roofline: (.+) on this machine$", r"屋頂線：這台機器上的 \1")],
+    # a classroom submission's machine, and the note of the samples labkit ships
+    # (labkit.lessons.classroom; data/classroom/*/about.json)
+    "machine": [(r"^(\S+) CPUs, no GPU$", r"\1 個 CPU，沒有 GPU"), (r"^(\S+) CPUs, (.+)$", r"\1 個 CPU，\2"),
+                (r"^unknown machine \(no environment.json\)$", "機器不明（沒有 environment.json）")],
+    "note": [(r"^SAMPLE made with labkit bench \((\d+) thread, (\d+) documents, (\w+) KV\), "
+              r"not a learner's result$",
+              r"範例（SAMPLE）：用 labkit bench 做的（\1 個執行緒、\2 份文件、\3 KV），不是學員的結果")],
+    # the KV schemes compared at equal memory (labkit.sim.waste.schemes)
+    "scheme": [(r"^split, (\d+) slots x (\d+)$", r"分割 KV，\1 個槽位 × \2"),
+               (r"^unified, (\d+) slots$", r"統一 KV，\1 個槽位"),
+               (r"^paged, (\d+) slots, blocks of (\d+)$", r"分頁 KV，\1 個槽位，每塊 \2 格")],
 }
 
 UNGRADED_NOTE = " (fits context and TTFT only: answers not graded)"
@@ -434,22 +464,42 @@ def worksheet_value(v, lang: str | None = None):
 
 
 def value(column: str, v, lang: str | None = None):
-    """One cell of ``column`` as people read it in ``lang`` (see :data:`CELL_WORDS`)."""
-    if column not in CELL_WORDS or (lang or language()) != "zh-TW" or not isinstance(v, str):
+    """One cell of ``column`` as people read it in ``lang`` (see :data:`CELL_WORDS` and
+    :data:`CELL_PATTERNS`)."""
+    import re
+    if (lang or language()) != "zh-TW" or not isinstance(v, str):
         return v
     if column == "verdict":
         return worksheet_value(v, "zh-TW")
-    return CELL_WORDS[column].get(v, v)
+    if v in CELL_WORDS.get(column, {}):
+        return CELL_WORDS[column][v]
+    for pattern, chinese in CELL_PATTERNS.get(column, ()):
+        if re.match(pattern, v):
+            return re.sub(pattern, chinese, v)
+    return v
+
+
+def _with_words(index):
+    """``index`` with the values of each level named in :data:`CELL_WORDS` or
+    :data:`CELL_PATTERNS` in Chinese (a service's name, a source's)."""
+    names = list(index.names)
+    if not any(n in CELL_WORDS or n in CELL_PATTERNS for n in names if isinstance(n, str)):
+        return index
+    if index.nlevels == 1:
+        return index.map(lambda v: value(names[0], v, "zh-TW"))
+    return index.map(lambda key: tuple(value(n, v, "zh-TW") if isinstance(n, str) else v
+                                       for n, v in zip(names, key)))
 
 
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
     """``table`` (a pandas DataFrame) as a notebook shows it: in zh-TW its columns (and the
     names of its index and column levels) renamed with :func:`heading` (``headings`` first,
     then :data:`HEADINGS` and :data:`HEADING_PATTERNS`) and its cells' words with
-    :func:`value`; unchanged in English. The
+    :func:`value`, those of its index too (a service's name); unchanged in English. The
     data and the original table are untouched, so code keeps using the program's names."""
     if (lang or language()) != "zh-TW":
         return table
+    table = table.set_axis(_with_words(table.index), axis=0)
     if not hasattr(table, "columns"):                  # a Series: its name and its index's
         out = table.rename(heading(table.name, headings)) if isinstance(table.name, str) \
             else table
@@ -457,7 +507,8 @@ def show(table, headings: dict[str, str] | None = None, lang: str | None = None)
             out = out.rename_axis([heading(n, headings) if isinstance(n, str) else n
                                    for n in out.index.names])
         return out
-    words = [c for c in table.columns if isinstance(c, str) and c in CELL_WORDS]
+    words = [c for c in table.columns
+             if isinstance(c, str) and (c in CELL_WORDS or c in CELL_PATTERNS)]
     if words:
         table = table.assign(**{c: table[c].map(lambda v, c=c: value(c, v, "zh-TW"))
                                 for c in words})

@@ -59,13 +59,16 @@ def _resolve_kv(spec, slots):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..lang.i18n import pick as _
-    p = argparse.ArgumentParser(prog="labkit sim",
+    from ..lang.i18n import pick as _, t
+    examples = __doc__.split("Examples::\n", 1)[1]          # the command lines, for both
+    examples_zh = examples.replace("# batching modes, default workload", "# 各種批次方式，預設的工作負載")
+    p = argparse.ArgumentParser(prog="labkit sim", add_help=False,
                                 description=_(__doc__.splitlines()[0],
                                               "``labkit sim`` / ``python -m labkit.sim``：在同一個"
                                               "工作負載上比較批次方式與排程策略。"),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[1:]))
+                                epilog=_(f"\nExamples::\n{examples}", f"\n範例：\n{examples_zh}"))
+    p.add_argument("-h", "--help", action="help", help=t("cli.help"))
     w = p.add_argument_group(_("workload", "工作負載"))
     w.add_argument("--requests", type=int, default=400,
                    help=_("number of requests (default 400)", "請求數（預設 400）"))

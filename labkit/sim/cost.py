@@ -74,6 +74,8 @@ TERMS_ZH = {
     "a": "每步 1", "b": "提示 token 數", "c": "正在解碼的序列數",
     "d": "注意到的格數（所有序列，這一步之後）", "e": "預填注意力配對數，每塊 n (h + n/2)",
 }
+# What each coefficient is paid per, in Chinese (its unit: ms/步, µs/提示 token ...).
+PER_ZH = {"a": "步", "b": "提示 token", "c": "解碼序列", "d": "注意到的格", "e": "預填配對"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,12 @@ class StepCost:
         return {k: getattr(self, k) for k in COEFS}
 
     def __str__(self):
+        from ..lang.i18n import chinese
+        if chinese():
+            scale = {"a": (1e3, "ms"), "b": (1e6, "µs"), "c": (1e6, "µs"), "d": (1e9, "ns"),
+                     "e": (1e9, "ns")}
+            return f"{self.name}：" + "，".join(f"{k}={getattr(self, k) * x:.3g} {unit}/{PER_ZH[k]}"
+                                               for k, (x, unit) in scale.items())
         return (f"{self.name}: a={self.a * 1e3:.3g} ms/step, b={self.b * 1e6:.3g} us/prompt tok, "
                 f"c={self.c * 1e6:.3g} us/seq, d={self.d * 1e9:.3g} ns/attended tok, "
                 f"e={self.e * 1e9:.3g} ns/prefill pair")

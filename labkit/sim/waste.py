@@ -118,19 +118,6 @@ def equal_memory(workload=None, *, cells: int = 8192, longest: int = 2048, slots
     return pd.DataFrame(rows).set_index("scheme"), runs
 
 
-def _scheme_zh(label: str) -> str:
-    """A scheme's label of :func:`schemes` in Chinese: "split, 4 slots x 2048" ->
-    "分割 KV，4 個槽位 × 2048"."""
-    import re
-    out = re.sub(r"^split", "分割 KV", label)
-    out = re.sub(r"^unified", "統一 KV", out)
-    out = re.sub(r"^paged", "分頁 KV", out)
-    out = re.sub(r"(\d+) slots x (\d+)", r"\1 個槽位 × \2", out)
-    out = re.sub(r"(\d+) slots", r"\1 個槽位", out)
-    out = re.sub(r"blocks of (\d+)", r"每塊 \1 格", out)
-    return out.replace(", ", "，")
-
-
 def plot(table, ax=None):
     """One bar per scheme, the pool split into cells holding tokens, reserved but unused,
     and free (time-weighted averages). Returns the Axes."""
@@ -140,6 +127,7 @@ def plot(table, ax=None):
     y = np.arange(len(table))[::-1]
     left = np.zeros(len(table))
     from ..lang.fonts import label as _L
+    from ..lang.i18n import value
     for col, color, label in (("tokens", "#3a76c4", _L("holding tokens", "存放 token")),
                               ("reserved_unused", "#e6862a", _L("reserved, unused", "已保留、未使用")),
                               ("free", "#dddddd", _L("free", "空閒"))):
@@ -150,7 +138,8 @@ def plot(table, ax=None):
         ax.text(row["tokens"] + row["reserved_unused"], yi, _L(f"  waste {row['waste']:.0%}", f"  浪費 {row['waste']:.0%}"),
                 va="center", fontsize=8)
     ax.set_yticks(y)
-    ax.set_yticklabels([_L(str(s), _scheme_zh(str(s))) for s in table.index], fontsize=8)
+    ax.set_yticklabels([_L(str(s), value("scheme", str(s), "zh-TW")) for s in table.index],
+                       fontsize=8)
     ax.set_xlabel(_L("KV cells (time-weighted average over the run)",
                      "KV 格數（整段執行的時間加權平均）"))
     ax.legend(frameon=False, fontsize=8, ncol=3, loc="lower right", bbox_to_anchor=(1, 1))
