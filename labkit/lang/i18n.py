@@ -313,7 +313,7 @@ HEADINGS: dict[str, str] = {
     "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
     "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "用戶端解碼 tok/s",
     "client_tok_s": "用戶端 tok/s", "prefill_and_wait_share": "預填與等待占比",
-    "outcome": "結果", "first_token_s": "首個 token 時間 (s)", "finish_s": "結束時間 (s)",
+    "outcome": "結果", "first_token_s": "首字等待 (s)", "finish_s": "完成時間 (s)",
     "task_id": "任務 id", "start_s": "開始 (s)", "end_s": "結束 (s)", "file": "檔案",
     "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",
     "match": "相符", "flags": "旗標", "log": "日誌", "error type": "錯誤類型",
@@ -340,7 +340,7 @@ HEADINGS: dict[str, str] = {
     "prefill_tok_s": "預填 tok/s",
     # the simulator's per-request table, the rest of its columns
     "id": "id", "user": "使用者", "priority": "優先級", "admitted": "入座時間 (s)",
-    "first_token": "首個 token 時間 (s)", "finish": "完成時間 (s)", "reason": "原因",
+    "first_token": "首字等待 (s)", "finish": "完成時間 (s)", "reason": "原因",
     "cached_tokens": "快取命中 token 數", "prefix_id": "前綴 id",
 }
 
@@ -404,7 +404,7 @@ CELL_WORDS = {
     "decode_bound": {"bandwidth": "頻寬", "compute": "運算"},
     **{column: WORKSHEET_WORDS for column in ("verdict", "correct", "all_correct", "memory")},
     # the two services of notebooks 07 and 08 (labkit.sim.experiments, labkit.costs.planning)
-    "service": {"solo assistant": "一人程式助手", "30-user chat": "30 人聊天"},
+    "service": {"solo assistant": "一人程式助理", "30-user chat": "30 人聊天"},
     # where notebook 08's speeds come from (labkit.costs.planning.learner_speeds)
     "source": {"notebook 05's worksheet": "筆記本 05 的工作表",
                "this notebook's held-out run": "這本筆記本保留驗證的那一輪"},
