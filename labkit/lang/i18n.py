@@ -132,6 +132,41 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "doctor.ready": {"en": "READY: the model loads and generates.",
                      "zh-TW": "READY 就緒：模型可以載入並生成文字。"},
     "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
+    # ---- the GPU llama.cpp uses (labkit.engine.devices, read by doctor and the notebooks)
+    "doctor.gpu_device": {"en": "{device} {name}: {used} used of {total} ({backend}; memory "
+                                "read by {source})",
+                          "zh-TW": "{device} {name}：已用 {used}，共 {total}（{backend}；記憶體由 "
+                                   "{source} 讀取）"},
+    "doctor.driver": {"en": "driver {driver}", "zh-TW": "驅動程式 {driver}"},
+    "doctor.software_device": {"en": "(a software device running on the CPU: its figures are "
+                                     "not a GPU's)",
+                               "zh-TW": "（在 CPU 上執行的軟體裝置：它的數字不代表 GPU）"},
+    "doctor.row.compute_path": {"en": "compute", "zh-TW": "運算路徑"},
+    "doctor.path_gpu": {"en": "llama.cpp offloads every layer to {device} (-ngl -1)",
+                        "zh-TW": "llama.cpp 把每一層都卸載到 {device}（-ngl -1）"},
+    "gpu.too_large": {"en": "the model needs {need} on the GPU but {devices} has {free} free; "
+                            "use a smaller model or quantization, or fewer layers with -ngl",
+                      "zh-TW": "模型在 GPU 上需要 {need}，但 {devices} 只剩 {free}；請改用較小的"
+                               "模型或量化，或用 -ngl 少放幾層"},
+    "gpu.no_device": {"en": "this llama.cpp can offload ({backends}) but sees no GPU device: "
+                            "{fix}",
+                      "zh-TW": "這個 llama.cpp 可以卸載（{backends}），但看不到任何 GPU 裝置：{fix}"},
+    "gpu.fix_vulkan": {"en": "check the Vulkan driver with `vulkaninfo --summary`; a software "
+                             "driver (lavapipe, llvmpipe) is used only with "
+                             "GGML_VK_VISIBLE_DEVICES=0",
+                       "zh-TW": "請用 `vulkaninfo --summary` 檢查 Vulkan 驅動程式；軟體驅動程式"
+                                "（lavapipe、llvmpipe）要設 GGML_VK_VISIBLE_DEVICES=0 才會使用"},
+    "gpu.fix_driver": {"en": "check the GPU's driver (nvidia-smi, rocm-smi, sycl-ls) and that "
+                             "this process may use the GPU",
+                       "zh-TW": "請檢查 GPU 的驅動程式（nvidia-smi、rocm-smi、sycl-ls），以及這個"
+                                "行程是否有權使用 GPU"},
+    "gpu.no_nvml": {"en": "{note}; the GPU's memory is read from llama.cpp (ggml) instead",
+                    "zh-TW": "{note}；GPU 記憶體改由 llama.cpp（ggml）讀取"},
+    "gpu.refused": {"en": "{model}: {need} would go to the GPU but {devices} has {free} free; "
+                          "not loaded. Use a smaller model or quantization, or fewer layers "
+                          "with -ngl (-ngl 0: the CPU)",
+                    "zh-TW": "{model}：要放上 GPU 的有 {need}，但 {devices} 只剩 {free}；沒有載入。"
+                             "請改用較小的模型或量化，或用 -ngl 少放幾層（-ngl 0：用 CPU）"},
     # ---- labkit bench
     "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
                           "{quick}; logs in {logs}",
