@@ -172,6 +172,22 @@ CATALOGUE: dict[str, dict[str, str]] = {
                           "{quick}; logs in {logs}",
                     "zh-TW": "labkit bench：{configs} 組配置 × {rounds} 輪 × {workloads}"
                              "{quick}；日誌在 {logs}"},
+    "bench.on_gpu": {"en": "labkit bench: {layers} on {device} ({backend}), as llama.cpp sees "
+                           "a GPU device; -ngl 0 measures the CPU",
+                     "zh-TW": "labkit bench：{layers}放在 {device}（{backend}），因為 llama.cpp "
+                              "看得到 GPU 裝置；-ngl 0 則量測 CPU"},
+    "bench.on_gpu_asked": {"en": "labkit bench: {layers} on {device} ({backend}), as asked",
+                           "zh-TW": "labkit bench：依指定，{layers}放在 {device}（{backend}）"},
+    "bench.every_layer": {"en": "every layer (-ngl all)", "zh-TW": "每一層（-ngl all）"},
+    "bench.layers": {"en": "{n} layers (-ngl {n})", "zh-TW": "{n} 層（-ngl {n}）"},
+    "bench.software_device": {"en": "[a software device running on the CPU: its figures are not "
+                                    "a GPU's and are not to be compared with one]",
+                              "zh-TW": "［在 CPU 上執行的軟體裝置：它的數字不代表 GPU，也不該拿來"
+                                       "和 GPU 比較］"},
+    "bench.on_cpu": {"en": "labkit bench: on the CPU (-ngl 0): {why}",
+                     "zh-TW": "labkit bench：在 CPU 上執行（-ngl 0）：{why}"},
+    "bench.on_cpu_asked": {"en": "labkit bench: on the CPU (-ngl {ngl}, as asked)",
+                           "zh-TW": "labkit bench：依指定在 CPU 上執行（-ngl {ngl}）"},
     "bench.quick": {"en": " (quick mode)", "zh-TW": "（快速模式）"},
     "bench.synthetic": {"en": "synthetic model {model} (random weights): timing only, "
                               "{requests} requests per run, answers of {tokens} tokens, not graded",
@@ -313,6 +329,7 @@ HEADINGS: dict[str, str] = {
     "output_tok_s_rounds": "各輪輸出 tok/s", "fits_context": "放得進上下文",
     "ttft_ok": "首字等待達標", "all_correct": "全部答對", "verdict": "判定",
     "doc_id": "文件 id", "error": "錯誤", "answer": "回答", "finish_reason": "結束原因",
+    "device": "裝置", "backend": "後端", "gpu_layers": "GPU 上的層數", "n_gpu_layers": "-ngl",
     # the simulator's summary (labkit.sim) and its per-request table
     "label": "設定", "ok": "完成", "length": "達長度上限", "refused": "被拒絕", "failed": "失敗",
     "preemptions": "搶占次數", "duration_s": "時長 (s)", "throughput_tok_s": "吞吐 (tok/s)",
@@ -417,6 +434,7 @@ TITLES = {
     "n_requests": "requests", "sampled_peak_mib": "sampled peak MiB", "memory": "memory",
     "fits_context": "fits context", "ttft_ok": "TTFT ok", "all_correct": "all correct",
     "verdict": "verdict", "output_tok_s_rounds": "output tok/s per round",
+    "device": "device", "backend": "backend", "n_gpu_layers": "-ngl",
 }
 
 #: Words a worksheet writes in its cells, and their Chinese.
@@ -427,6 +445,8 @@ WORKSHEET_WORDS = {
         "伺服器行程的取樣峰值 RSS（沒有使用 GPU；psutil）",
     "sampled peak GPU memory of the server process (NVML)": "伺服器行程的取樣峰值 GPU 記憶體（NVML）",
     "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
+    "sampled peak GPU memory in use, total - free (ggml_backend_dev_memory)":
+        "取樣峰值 GPU 記憶體用量，總量減可用量（ggml_backend_dev_memory）",
     "not measured": "未測量",
 }
 

@@ -142,6 +142,8 @@ _FACTS = {
 }
 _SLOTS_LINE = re.compile(
     r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(true|false)'")
+# llama.cpp's load_tensors line, in every build that can offload (a CPU build prints none).
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 
 
 def startup_facts(server, wait_s: float = 3.0) -> dict:
@@ -158,8 +160,9 @@ def startup_facts(server, wait_s: float = 3.0) -> dict:
 
 
 def parse_startup_log(text: str) -> dict:
-    """n_ctx, n_ctx_seq, n_slots, n_ctx_slot and kv_unified from a llama-server style log.
-    Keys whose line is absent are left out."""
+    """n_ctx, n_ctx_seq, n_slots, n_ctx_slot, kv_unified and the layers llama.cpp put on the
+    GPU (``gpu_layers``, of ``n_layers_offloadable``) from a llama-server style log. Keys whose
+    line is absent are left out."""
     facts: dict = {}
     for key, rx in _FACTS.items():
         found = rx.findall(text)
@@ -169,6 +172,9 @@ def parse_startup_log(text: str) -> dict:
     if m:
         facts.update(n_slots=int(m.group(1)), n_ctx_slot=int(m.group(2)),
                      kv_unified=m.group(3) == "true")
+    m = _OFFLOADED.search(text)
+    if m:
+        facts.update(gpu_layers=int(m.group(1)), n_layers_offloadable=int(m.group(2)))
     return facts
 
 
