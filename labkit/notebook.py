@@ -244,11 +244,18 @@ def gpus():
 
 def skip_without_gpu(what: str) -> bool:
     """For GPU-only cells: True on the GPU path (:func:`compute_path`); otherwise print what
-    is skipped and why."""
+    is skipped and why. With ``LABKIT_REQUIRE_GPU=1`` (the GPU lane, .ci/gpu-lane) a cell
+    that would be skipped is an error instead."""
+    import os
+
+    from .machine.runenv import flag
     path = compute_path()
     if path["path"] == "gpu":
         return True
     why = path["why"]
+    if flag(os.environ.get("LABKIT_REQUIRE_GPU"), "LABKIT_REQUIRE_GPU"):
+        raise RuntimeError(f"LABKIT_REQUIRE_GPU is set, but this cell would be skipped "
+                           f"({what}): {why}")
     say(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.",
         f"已略過：{what}\n  原因：{why}。上面的 CPU 格子講的是同一件事。")
     return False

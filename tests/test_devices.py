@@ -160,3 +160,17 @@ def test_a_cpu_build_beside_an_nvidia_gpu_says_how_to_rebuild(monkeypatch):
     r = _report(monkeypatch, _build(CPU, offload=False, backends=()), nvidia=[card])
     path = notebook.compute_path(r)
     assert path["path"] == "cpu" and "DGGML_CUDA=on" in path["why"]
+
+
+def test_skip_without_gpu_says_why_or_fails_in_the_gpu_lane(monkeypatch, capsys):
+    monkeypatch.setattr(notebook, "compute_path",
+                        lambda report=None: {"path": "cpu", "why": "a CPU build"})
+    monkeypatch.delenv("LABKIT_REQUIRE_GPU", raising=False)
+    assert notebook.skip_without_gpu("the GPU sweep") is False
+    out = capsys.readouterr().out
+    assert "skipped: the GPU sweep" in out and "a CPU build" in out
+    monkeypatch.setenv("LABKIT_REQUIRE_GPU", "1")
+    with pytest.raises(RuntimeError, match="LABKIT_REQUIRE_GPU.*the GPU sweep.*a CPU build"):
+        notebook.skip_without_gpu("the GPU sweep")
+    monkeypatch.setattr(notebook, "compute_path", lambda report=None: {"path": "gpu", "why": ""})
+    assert notebook.skip_without_gpu("the GPU sweep") is True

@@ -34,6 +34,7 @@ prevents all this by admitting a request only when its worst case fits.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -55,6 +56,13 @@ from .slot import Slot
 from .trace import Metrics, Trace
 
 log = logging.getLogger("labkit.engine")
+
+
+def _gpu_layers(load_log: str) -> int:
+    """The layers llama.cpp put on the GPU, from its load log ("offloaded 31/31 layers to
+    GPU"; a CPU build prints no such line: 0)."""
+    m = re.search(r"offloaded (\d+)/\d+ layers to GPU", load_log)
+    return int(m.group(1)) if m else 0
 
 
 class Engine:
@@ -115,6 +123,7 @@ class Engine:
             "type_k": cfg.type_k, "type_v": cfg.type_v, "flash_attn": cfg.flash_attn,
             "n_threads": cfg.threads, "cont_batching": cfg.cont_batching,
             "reserve": cfg.reserve, "max_queue": cfg.max_queue,
+            "n_gpu_layers": cfg.n_gpu_layers, "gpu_layers": _gpu_layers(load_log.text),
         }
         # The lines llama.cpp and llama-server print at startup, so that the
         # same log parser reads both servers.
