@@ -125,6 +125,11 @@ class Engine:
             "reserve": cfg.reserve, "max_queue": cfg.max_queue,
             "n_gpu_layers": cfg.n_gpu_layers, "gpu_layers": _gpu_layers(load_log.text),
         }
+        if self.facts["gpu_layers"]:
+            from .devices import gpu_devices
+            found = [f"{d.name} ({d.description})" for d in gpu_devices()]
+            log.info("load_model: %d layers on the GPU device %s", self.facts["gpu_layers"],
+                     found[cfg.main_gpu] if cfg.main_gpu < len(found) else "?")
         # The lines llama.cpp and llama-server print at startup, so that the
         # same log parser reads both servers.
         log.info("llama_context: n_ctx         = %d", self.ctx.n_ctx)
