@@ -174,3 +174,19 @@ def test_skip_without_gpu_says_why_or_fails_in_the_gpu_lane(monkeypatch, capsys)
         notebook.skip_without_gpu("the GPU sweep")
     monkeypatch.setattr(notebook, "compute_path", lambda report=None: {"path": "gpu", "why": ""})
     assert notebook.skip_without_gpu("the GPU sweep") is True
+
+
+def test_a_software_gpus_bandwidth_is_the_cpus(monkeypatch):
+    from labkit.costs import roofline
+
+    def no_nvml(index=0):
+        raise RuntimeError("no NVIDIA GPU found (NVML: not found)")
+    monkeypatch.setattr(roofline, "nvml_peak_bandwidth", no_nvml)
+    monkeypatch.setattr(roofline, "measure_bandwidth", lambda nbytes, repeats, threads: 12e9)
+    monkeypatch.setattr(roofline, "_software_gpu", lambda: "Vulkan0 (llvmpipe)")
+    m = roofline.measure_machine(gpu=True, keep=False)
+    assert m.bandwidth == 12e9 and m.bandwidth_source["kind"] == "software-device"
+    assert "software device" in roofline.source_text(m.bandwidth_source)
+    monkeypatch.setattr(roofline, "_software_gpu", lambda: None)     # a real GPU without NVML
+    with pytest.raises(RuntimeError, match="NVML"):
+        roofline.measure_machine(gpu=True, keep=False)

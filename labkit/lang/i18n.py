@@ -92,6 +92,11 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "roofline.source.numpy-matmul": {
         "en": "measured: numpy float32 matrix product, {n} x {n}, best of 3",
         "zh-TW": "實測：numpy float32 矩陣乘法，{n} × {n}，3 次取最快"},
+    "roofline.source.software-device": {
+        "en": "{device} is a software device running on the CPU: numpy's sum over {mib} MiB "
+              "with {threads} threads, best of {repeats} (the CPU's memory, which it reads)",
+        "zh-TW": "{device} 是在 CPU 上執行的軟體裝置：以 {threads} 個執行緒對 {mib} MiB 做 numpy "
+                 "加總，取 {repeats} 次中最好的一次（它讀的是 CPU 的記憶體）"},
     "roofline.source.given": {"en": "given", "zh-TW": "由呼叫者給定"},
     "roofline.source.gpu-flops-unknown": {
         "en": "not known (numpy measures the CPU only; pass flops= from the GPU's datasheet)",
