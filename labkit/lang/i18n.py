@@ -143,7 +143,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
                           "zh-TW": "{device} {name}：已用 {used}，共 {total}（{backend}；記憶體由 "
                                    "{source} 讀取）"},
     "doctor.driver": {"en": "driver {driver}", "zh-TW": "驅動程式 {driver}"},
-    "doctor.software_device": {"en": "(a software device running on the CPU: its figures are "
+    "doctor.software_device": {"en": " (a software device running on the CPU: its figures are "
                                      "not a GPU's)",
                                "zh-TW": "（在 CPU 上執行的軟體裝置：它的數字不代表 GPU）"},
     "doctor.row.compute_path": {"en": "compute", "zh-TW": "運算路徑"},
@@ -156,10 +156,12 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "gpu.no_device": {"en": "this llama.cpp can offload ({backends}) but sees no GPU device: "
                             "{fix}",
                       "zh-TW": "這個 llama.cpp 可以卸載（{backends}），但看不到任何 GPU 裝置：{fix}"},
-    "gpu.fix_vulkan": {"en": "check the Vulkan driver with `vulkaninfo --summary`; a software "
+    "gpu.fix_vulkan": {"en": "check the Vulkan driver with `vulkaninfo --summary` (Debian's "
+                             "vulkan-tools); a software "
                              "driver (lavapipe, llvmpipe) is used only with "
                              "GGML_VK_VISIBLE_DEVICES=0",
-                       "zh-TW": "請用 `vulkaninfo --summary` 檢查 Vulkan 驅動程式；軟體驅動程式"
+                       "zh-TW": "請用 `vulkaninfo --summary`（Debian 的 vulkan-tools）檢查 Vulkan "
+                                "驅動程式；軟體驅動程式"
                                 "（lavapipe、llvmpipe）要設 GGML_VK_VISIBLE_DEVICES=0 才會使用"},
     "gpu.fix_driver": {"en": "check the GPU's driver (nvidia-smi, rocm-smi, sycl-ls) and that "
                              "this process may use the GPU",

@@ -232,11 +232,12 @@ def render(r: dict) -> str:
     for g in r["gpus"]:
         gpu_line = t("doctor.gpu_device", device=g["device"], name=g["name"],
                      used=_mib(g["memory_used_bytes"]), total=_mib(g["memory_total_bytes"]),
-                     backend=g["backend"], source=g["memory_source"].upper())
+                     backend=g["backend"], source={"nvml": "NVML"}.get(g["memory_source"],
+                                                                     g["memory_source"]))
         if g.get("driver"):
             gpu_line += ", " + t("doctor.driver", driver=g["driver"])
         if g.get("software"):
-            gpu_line += " " + t("doctor.software_device")
+            gpu_line += t("doctor.software_device")
         lines.append(f"GPU {g['index']}         {gpu_line}")
     if r.get("nvml_note"):
         lines.append(f"NVML          {r['nvml_note']}")
