@@ -92,3 +92,26 @@ def test_bench_offloads_every_layer_unasked_and_records_the_device(device, tmp_p
     if device.software:
         assert "software device" in first and "[software device]" in ws["device"].iloc[0]
 
+
+
+@pytest.mark.parametrize("fault, env", [
+    ("lavapipe left out", {"GGML_VK_VISIBLE_DEVICES": None}),
+    ("no Vulkan driver", {"VK_ICD_FILENAMES": "/nonexistent/icd.json",
+                          "VK_DRIVER_FILES": "/nonexistent/icd.json"}),
+])
+def test_a_vulkan_build_without_its_device_says_so_and_takes_the_cpu(device, fault, env):
+    """ggml skips CPU-type Vulkan devices unless GGML_VK_VISIBLE_DEVICES names them, and a
+    Vulkan driver that fails to start registers none: doctor says so in one line, what to do,
+    and the CPU path follows, without a traceback."""
+    import os
+    if device.backend != "Vulkan" or not device.software:
+        pytest.skip("these faults are made on a software Vulkan device")
+    child = {k: v for k, v in os.environ.items() if k not in env}
+    child.update({k: v for k, v in env.items() if v is not None})
+    proc = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--json", "--no-generate"],
+                          capture_output=True, text=True, timeout=300, env=child)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["path"] == "cpu" and r["gpus"] == [], fault
+    assert "sees no GPU device" in r["gpu_note"] and "GGML_VK_VISIBLE_DEVICES=0" in r["gpu_note"]
