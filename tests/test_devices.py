@@ -125,6 +125,9 @@ def test_an_offloading_build_that_sees_no_device_says_what_to_do(monkeypatch):
     assert "Traceback" not in doctor.render(r)
     r = _report(monkeypatch, _build(CPU, backends=("CUDA",)))
     assert "nvidia-smi" in notebook.compute_path(r)["why"]
+    # llama_supports_gpu_offload() is false without a device: the built backend says it can
+    r = _report(monkeypatch, _build(CPU, offload=False))
+    assert "sees no GPU device" in notebook.compute_path(r)["why"]
 
 
 def test_a_device_too_small_for_the_model_means_the_cpu_naming_both_sizes(monkeypatch):

@@ -102,7 +102,9 @@ def choose_path(r: dict) -> tuple[str, str]:
     (an offloading build that sees no GPU device), ``cpu_build_with_gpu`` (NVML sees a GPU
     that this CPU build cannot use) and ``cpu_build``."""
     b = r.get("llama_cpp") or {}
-    offload = bool(b.get("gpu_offload"))
+    # llama_supports_gpu_offload() is false when no GPU device registered, so a GPU backend
+    # built in (libggml-vulkan.so...) also counts: that build can offload, and sees no device.
+    offload = bool(b.get("gpu_offload")) or bool(b.get("gpu_backends"))
     if offload and r.get("gpus"):
         return ("cpu", "too_large") if r.get("gpu_fit") else ("gpu", "gpu")
     if offload:
