@@ -113,7 +113,13 @@ def test_without_gpu_the_sampler_reads_no_device(monkeypatch):
     assert s.frame().empty
 
 
-@pytest.mark.parametrize("label", list(memory.LABELS.values()))
+def test_a_driver_that_reports_no_memory_in_use_is_said_so():
+    frame = pd.DataFrame([(0.0, "gpu_device_used_ggml", 0, 0), (0.2, "gpu_device_used_ggml", 0, 0),
+                          (0.0, "rss", -1, GiB)], columns=["t_s", "kind", "device", "bytes"])
+    assert memory.peak(frame) == (0.0, memory.NO_USE_REPORTED)
+
+
+@pytest.mark.parametrize("label", [*memory.LABELS.values(), memory.NO_USE_REPORTED])
 def test_every_memory_label_has_its_chinese(label):
     from labkit.lang.i18n import WORKSHEET_WORDS
     assert label in WORKSHEET_WORDS

@@ -78,14 +78,15 @@ def tiny_workload(folder) -> str:
         "prompt": {"system": "Reply with the id.", "example_document": "id: DEMO-00",
                    "example_answer": {"id": "DEMO-00"}, "max_tokens": 8,
                    "response_format": None},
-        "documents": [{"id": f"DEMO-0{i}", "text": f"id: DEMO-0{i}",
-                       "answer": {"id": f"DEMO-0{i}"}} for i in (1, 2)]}))
+        "documents": [{"id": f"DEMO-0{i}", "text": f"id: DEMO-0{i}", "answer": None}
+                      for i in (1, 2)]}))
     return str(path)
 
 
 def test_bench_offloads_every_layer_unasked_and_records_the_device(device, tmp_path):
     proc = _labkit("bench", "--rounds", "1", "--slots", "1", "2", "--kv", "split",
                    "-w", tiny_workload(tmp_path), "-c", "1024", "--no-progress",
+                   "--ttft-threshold", "600",
                    "--out", str(tmp_path / "out"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # llama.cpp's Vulkan backend prints its device list on stderr itself as it starts
@@ -97,8 +98,11 @@ def test_bench_offloads_every_layer_unasked_and_records_the_device(device, tmp_p
     assert ws["device"].str.startswith(device.name).all(), ws["device"]
     assert (ws["backend"] == device.backend).all() and (ws["n_gpu_layers"] == -1).all()
     memory = "(NVML)" if device.backend == "CUDA" else "(ggml_backend_dev_memory)"
+    if device.software and (ws["sampled_peak_mib"] == 0).all():
+        memory = "this driver reports none in use"       # lavapipe: its heap is always free
+    else:
+        assert (ws["sampled_peak_mib"] > 0).all()
     assert ws["memory"].str.endswith(memory).all(), ws["memory"]
-    assert (ws["sampled_peak_mib"] > 0).all()
     mem = pd.read_csv(out / "memory.csv")
     assert {"gpu_device_used_ggml", "gpu_device_used"} & set(mem["kind"])
     env = json.loads((out / "environment.json").read_text())

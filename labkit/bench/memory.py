@@ -34,6 +34,10 @@ LABELS = {
 }
 
 
+NO_USE_REPORTED = ("GPU memory in use, total - free (ggml_backend_dev_memory): 0 in every "
+                   "sample, this driver reports none in use")
+
+
 class MemorySampler:
     """``with MemorySampler(pid) as m: ...`` then ``m.frame()``: one row per sample.
 
@@ -175,5 +179,8 @@ def peak(samples: pd.DataFrame, prefer_gpu: bool = True) -> tuple[float | None, 
         s = samples[samples["kind"] == kind]
         if not s.empty:
             per_time = s.groupby("t_s")["bytes"].sum()
+            if kind == "gpu_device_used_ggml" and per_time.max() == 0:
+                # Some drivers (lavapipe) report their whole heap free whatever is allocated.
+                return 0.0, NO_USE_REPORTED
             return float(per_time.max()), LABELS[kind]
     return None, "not measured"

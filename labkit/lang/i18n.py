@@ -454,6 +454,9 @@ WORKSHEET_WORDS = {
     "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
     "sampled peak GPU memory in use, total - free (ggml_backend_dev_memory)":
         "取樣峰值 GPU 記憶體用量，總量減可用量（ggml_backend_dev_memory）",
+    "GPU memory in use, total - free (ggml_backend_dev_memory): 0 in every sample, this driver "
+    "reports none in use": "GPU 記憶體用量，總量減可用量（ggml_backend_dev_memory）：每次取樣都是 0，"
+                           "這個驅動程式不回報用量",
     "not measured": "未測量",
 }
 
