@@ -7,7 +7,7 @@ import pytest
 
 from labkit.bench import cli, memory, runner
 from labkit.engine import devices
-from labkit.server.launch import parse_startup_log
+from labkit.server.launch import offloaded_layers, parse_startup_log
 
 from test_bench import fake_rows
 
@@ -50,9 +50,9 @@ def test_bench_stays_on_the_cpu_and_says_why_without_a_gpu(monkeypatch):
 
 def test_startup_log_says_how_many_layers_went_to_the_gpu():
     log = "load_tensors: offloading output layer to GPU\nload_tensors: offloaded 31/31 layers to GPU\n"
-    facts = parse_startup_log(log)
-    assert (facts["gpu_layers"], facts["n_layers_offloadable"]) == (31, 31)
-    assert "gpu_layers" not in parse_startup_log("llama_context: n_ctx = 4096\n")
+    assert offloaded_layers(log) == {"gpu_layers": 31, "n_layers_offloadable": 31}
+    assert offloaded_layers("llama_context: n_ctx = 4096\n") == {}
+    assert "gpu_layers" not in parse_startup_log(log)     # the notebooks compare those facts
 
 
 def test_device_of_a_server(monkeypatch):

@@ -62,7 +62,7 @@ def test_labkit_serve_says_how_many_layers_went_to_the_device(model_path, tmp_pa
     from labkit.server.launch import ServerConfig, launch
     with launch(ServerConfig(n_ctx=512, n_slots=1, n_gpu_layers="all",
                              log_dir=str(tmp_path))) as srv:
-        facts = dict(srv.facts)
+        facts = dict(srv.offload)
         log = srv.log_text()
     assert facts["gpu_layers"] == facts["n_layers_offloadable"] > 0, log[-2000:]
     assert "layers to GPU" in log

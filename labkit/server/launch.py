@@ -160,9 +160,8 @@ def startup_facts(server, wait_s: float = 3.0) -> dict:
 
 
 def parse_startup_log(text: str) -> dict:
-    """n_ctx, n_ctx_seq, n_slots, n_ctx_slot, kv_unified and the layers llama.cpp put on the
-    GPU (``gpu_layers``, of ``n_layers_offloadable``) from a llama-server style log. Keys whose
-    line is absent are left out."""
+    """n_ctx, n_ctx_seq, n_slots, n_ctx_slot and kv_unified from a llama-server style log.
+    Keys whose line is absent are left out."""
     facts: dict = {}
     for key, rx in _FACTS.items():
         found = rx.findall(text)
@@ -172,10 +171,14 @@ def parse_startup_log(text: str) -> dict:
     if m:
         facts.update(n_slots=int(m.group(1)), n_ctx_slot=int(m.group(2)),
                      kv_unified=m.group(3) == "true")
-    m = _OFFLOADED.search(text)
-    if m:
-        facts.update(gpu_layers=int(m.group(1)), n_layers_offloadable=int(m.group(2)))
     return facts
+
+
+def offloaded_layers(text: str) -> dict:
+    """The layers llama.cpp put on the GPU (``gpu_layers``, of ``n_layers_offloadable``), from
+    its load_tensors line in a startup log; {} when there is none (a CPU build)."""
+    m = _OFFLOADED.search(text)
+    return {"gpu_layers": int(m.group(1)), "n_layers_offloadable": int(m.group(2))} if m else {}
 
 
 # An error line: llama.cpp's log ("0.00.019.540 E gguf_init_from_reader: ...") or labkit's
@@ -292,6 +295,7 @@ class RunningServer:
     model_path: str
     command: list[str]
     facts: dict = field(default_factory=dict)
+    offload: dict = field(default_factory=dict)     # offloaded_layers() of its startup log
 
     @property
     def base_url(self) -> str:
@@ -405,6 +409,7 @@ def start(config: ServerConfig) -> RunningServer:
         server.stop()
         raise
     server.facts = startup_facts(server)
+    server.offload = offloaded_layers(server.log_text())
     return server
 
 
