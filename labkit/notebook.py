@@ -168,7 +168,9 @@ def banner_text(report: dict | None = None) -> str:
         llama = tr(f"llama-cpp-python missing: {b.get('error')}",
                    f"缺少 llama-cpp-python：{b.get('error')}")
     if r["gpus"]:
-        gpu = "; ".join(f"GPU {g['index']} {g['name']} {g['memory_total_bytes'] / 2**30:.0f} GiB"
+        gpu = "; ".join(f"{g.get('device') or 'GPU ' + str(g['index'])} {g['name']} "
+                        f"{g['memory_total_bytes'] / 2**30:.0f} GiB"
+                        + (tr(" (software device)", "（軟體裝置）") if g.get("software") else "")
                         for g in r["gpus"])
     else:
         gpu = tr(f"no GPU ({r['gpu_note']})", r["gpu_note"])
@@ -201,22 +203,24 @@ def banner() -> None:
 
 def compute_path(report: dict | None = None) -> dict:
     """Which path this machine takes: ``gpu`` when llama.cpp was built with GPU offload
-    *and* a GPU is visible, else ``cpu``; with the reason and the ``-ngl`` to use."""
+    *and* sees a GPU device (CUDA, Metal, HIP, Vulkan, SYCL: ggml's own device list), else
+    ``cpu``; with the reason and the ``-ngl`` to use."""
+    from .tools.doctor import choose_path
     r = report or _short_report()
-    offload = bool(r["llama_cpp"].get("gpu_offload"))
+    path, reason = choose_path(r)
     gpus = r["gpus"]
-    if offload and gpus:
+    if path == "gpu":
+        names = ", ".join(f"{g.get('device', 'GPU')} ({g.get('name', '?')})" for g in gpus)
         return {"path": "gpu", "n_gpu_layers": 999, "gpus": gpus,
-                "why": tr(f"llama.cpp can offload and NVML sees {len(gpus)} GPU(s)",
-                          f"llama.cpp 可以卸載到 GPU，NVML 也看到 {len(gpus)} 張 GPU")}
-    if gpus and not offload:
+                "why": tr(f"llama.cpp can offload and sees {names}",
+                          f"llama.cpp 可以卸載到 GPU，也看到 {names}")}
+    if reason == "cpu_build_with_gpu":
         why = tr("a GPU is present but this llama-cpp-python is a CPU build: reinstall it with "
                  "CMAKE_ARGS=\"-DGGML_CUDA=on\" to use the GPU",
                  "有 GPU，但這個 llama-cpp-python 是 CPU 建置：要用 GPU，請以 "
                  "CMAKE_ARGS=\"-DGGML_CUDA=on\" 重新安裝")
-    elif offload:
-        why = tr(f"this build can offload, but {r['gpu_note']}",
-                 f"這個建置可以卸載到 GPU，但{r['gpu_note']}")
+    elif reason in ("no_device", "too_large"):
+        why = r["gpu_note"]
     else:
         why = tr(f"CPU build of llama.cpp, and {r['gpu_note']}",
                  f"llama.cpp 是 CPU 建置，而且{r['gpu_note']}")
@@ -224,17 +228,34 @@ def compute_path(report: dict | None = None) -> dict:
 
 
 def gpus():
-    """The NVIDIA GPUs NVML sees (empty on a CPU-only machine)."""
+    """The GPU devices llama.cpp sees (ggml's list; NVML adds name, driver and memory in use
+    for NVIDIA ones), each with ``index``, ``device``, ``name``, ``backend``,
+    ``memory_used_bytes``, ``memory_total_bytes`` and ``driver``; empty without one."""
+    from types import SimpleNamespace
+
     from .machine.gpu import list_gpus
-    return list_gpus()[0]
+    from .tools.doctor import gpu_devices, llama_build
+    build = llama_build()
+    if not build["ok"]:
+        return []
+    return [SimpleNamespace(**{**g, "driver": g["driver"] or g["backend"]})
+            for g in gpu_devices(build, list_gpus()[0])]
 
 
 def skip_without_gpu(what: str) -> bool:
-    """For GPU-only cells: True if a GPU is present; otherwise print what is skipped and why."""
-    from .machine.gpu import list_gpus
-    found, why = list_gpus()
-    if found:
+    """For GPU-only cells: True on the GPU path (:func:`compute_path`); otherwise print what
+    is skipped and why. With ``LABKIT_REQUIRE_GPU=1`` (the GPU lane, .ci/gpu-lane) a cell
+    that would be skipped is an error instead."""
+    import os
+
+    from .machine.runenv import flag
+    path = compute_path()
+    if path["path"] == "gpu":
         return True
+    why = path["why"]
+    if flag(os.environ.get("LABKIT_REQUIRE_GPU"), "LABKIT_REQUIRE_GPU"):
+        raise RuntimeError(f"LABKIT_REQUIRE_GPU is set, but this cell would be skipped "
+                           f"({what}): {why}")
     say(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.",
         f"已略過：{what}\n  原因：{why}。上面的 CPU 格子講的是同一件事。")
     return False
@@ -257,7 +278,11 @@ def recipe(server_config=None, report: dict | None = None) -> dict:
         "gpu_offload_build": b.get("gpu_offload"),
         "platform": r["platform"],
         "cpu_count": r["cpu_count"],
-        "gpus": [f"{g['name']} ({g['memory_total_bytes'] / 2**30:.0f} GiB, driver {g['driver']})"
+        "gpu_backends": b.get("gpu_backends"),
+        "compute_path": compute_path(r)["path"],
+        "gpus": [f"{g.get('device', 'GPU')} {g['name']} ({g['memory_total_bytes'] / 2**30:.0f} GiB, "
+                 f"{g.get('backend')}" + (f", driver {g['driver']})" if g.get("driver") else ")")
+                 + (" software device" if g.get("software") else "")
                  for g in r["gpus"]],
         "model": {k: m.get(k) for k in ("name", "path", "file_type", "size_bytes", "sha256")},
     }

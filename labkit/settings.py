@@ -176,6 +176,8 @@ class Setting:
     labkit_only: bool = False       # llama-server has no such flag
     llama_server_default: Any = SAME
     why_different: str = ""         # why labkit's default differs from llama-server's
+    bench_default: Any = SAME       # `labkit bench`'s own default, in words, when it differs
+    bench_why: str = ""             # why it differs
 
     @property
     def is_switch(self) -> bool:
@@ -245,8 +247,13 @@ TABLE: tuple[Setting, ...] = (
     Setting("n_gpu_layers", ("-ngl", "--gpu-layers", "--n-gpu-layers"), 0, "int | str",
             gpu_layers, "an integer >= 0, or 'all' / 'auto' / -1 for every layer",
             "layers to offload to the GPU", llama_server_default="auto",
-            why_different="labkit starts on the CPU so that every learner's first run is the "
-                          "same; the notebooks choose the GPU path from nb.compute_path()"),
+            why_different="the engine and labkit serve load on the CPU unless told: the "
+                          "notebooks choose the GPU path from nb.compute_path(), labkit bench "
+                          "from the devices llama.cpp sees",
+            bench_default="all when llama.cpp sees a GPU device, else 0",
+            bench_why="labkit bench measures where the learner's model would run, as the seed "
+                      "tutorial's -ngl all does: every layer on the GPU that llama.cpp sees "
+                      "(CUDA, Metal, HIP, Vulkan, SYCL); -ngl 0 still measures the CPU"),
     Setting("split_mode", ("-sm", "--split-mode"), "layer", "str", choice(SPLIT_MODES),
             "none, layer or row", "how to split the model across several GPUs"),
     Setting("main_gpu", ("-mg", "--main-gpu"), 0, "int", integer(0), "an integer >= 0",
@@ -319,6 +326,13 @@ def differences() -> list[dict]:
     return [{"setting": s.name, "flag": s.flags[-1], "labkit": s.default,
              "llama-server": s.llama_server_default, "why": s.why_different}
             for s in TABLE if s.llama_server_default is not SAME]
+
+
+def bench_differences() -> list[dict]:
+    """The settings whose `labkit bench` default differs from labkit's, with the reason."""
+    return [{"setting": s.name, "flag": s.flags[-1], "labkit": s.default,
+             "labkit bench": s.bench_default, "why": s.bench_why}
+            for s in TABLE if s.bench_default is not SAME]
 
 
 # ---------------------------------------------------------------------------- derived forms
@@ -426,6 +440,11 @@ def markdown() -> str:
               "| setting | labkit | llama-server | why |", "|---|---|---|---|"]
     for d in differences():
         lines.append(f"| `{d['flag']}` | {cell(d['labkit'])} | {cell(d['llama-server'])} | "
+                     f"{d['why']} |")
+    lines += ["", "## Where `labkit bench`'s default differs", "",
+              "| setting | labkit | labkit bench | why |", "|---|---|---|---|"]
+    for d in bench_differences():
+        lines.append(f"| `{d['flag']}` | {cell(d['labkit'])} | {d['labkit bench']} | "
                      f"{d['why']} |")
     return "\n".join(lines) + "\n"
 

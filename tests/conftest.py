@@ -3,6 +3,39 @@ import pytest
 # Quick mode (LABKIT_QUICK) is set for every run by the conftest.py at the repository root.
 
 
+NO_GPU = ("llama.cpp sees no GPU device here ({why}); the gpu lane, .ci/gpu-lane, runs these "
+          "tests under llama.cpp's Vulkan backend on a software GPU")
+_gpu_reason: list = []
+
+
+def _no_gpu_device() -> str | None:
+    """Why the `gpu` tests cannot run in this process, or None: they need a llama.cpp that
+    can offload and sees a GPU device (asked once per session)."""
+    if not _gpu_reason:
+        try:
+            import llama_cpp
+            from labkit.engine.devices import gpu_devices
+            if not llama_cpp.llama_supports_gpu_offload():
+                _gpu_reason.append(NO_GPU.format(why="a CPU build"))
+            elif not gpu_devices():
+                _gpu_reason.append(NO_GPU.format(why="an offloading build without a device"))
+            else:
+                _gpu_reason.append(None)
+        except ImportError as exc:
+            _gpu_reason.append(NO_GPU.format(why=exc))
+    return _gpu_reason[0]
+
+
+@pytest.fixture(autouse=True)
+def _gpu_or_skip(request):
+    """A test marked `gpu` runs only where llama.cpp sees a GPU device; elsewhere it skips,
+    saying why."""
+    if request.node.get_closest_marker("gpu"):
+        why = _no_gpu_device()
+        if why:
+            pytest.skip(why)
+
+
 @pytest.fixture(scope="session")
 def model_path():
     from labkit.models.files import default_model_path

@@ -23,7 +23,8 @@ def test_labkit_bench_quick_end_to_end(tmp_path, monkeypatch, capsys):
     assert ws["fits_context"].all() and ws["all_correct"].all()
     assert (ws["output_tok_s"] > 0).all() and (ws["sampled_peak_mib"] > 50).all()
     assert ws["memory"].str.contains("RSS").all()
-    assert "| labkit 0.1.0 | split | 4096 | 1 | 4096 | 1 | short |" in printed
+    assert "| labkit 0.1.0 | CPU | split | 4096 | 1 | 4096 | 1 | short |" in printed
+    assert (ws["device"] == "CPU").all() and (ws["n_gpu_layers"] == 0).all()
     rows = pd.read_csv(out / "requests.csv")
     assert len(rows) == 4 and rows["error"].isna().all()
     assert (rows["ttft_s"] > 0).all() and (rows["completion_s"] >= rows["ttft_s"]).all()
@@ -38,6 +39,7 @@ def test_labkit_bench_quick_end_to_end(tmp_path, monkeypatch, capsys):
     env = json.loads((out / "environment.json").read_text())
     assert env["model"]["sha256"] == ws["model_sha256"].iloc[0]
     assert env["bench"]["quick"] is True
+    assert (env["bench"]["device"], env["bench"]["n_gpu_layers"]) == ("CPU", 0)
     for name in ("throughput_vs_slots", "ttft_per_request", "timeline", "memory_over_time"):
         assert (out / "plots" / f"{name}.png").stat().st_size > 1000
     assert (out / "worksheet.md").read_text().count("\n| labkit") == 2

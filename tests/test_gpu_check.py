@@ -48,10 +48,13 @@ def test_report_has_the_gain_over_one_slot_and_says_what_was_skipped(tmp_path):
             "ttft_max_s": 0.2, "sampled_peak_mib": 900.0, "errors": 0, "verdict": "pass",
             "memory": "sampled peak GPU memory", "seconds": 5.0}
     r.lines = [dict(base, slots=1, output_tok_s=100.0), dict(base, slots=4, output_tok_s=250.0)]
+    r.facts["doctor"] = {"ok": True, "gpu_offload": True, "devices": ["CUDA0 (Card)"],
+                         "path": "gpu", "gpu_devices": ["CUDA0 (Card, CUDA)"]}
     r.note("synthetic:llama-3.1-8b:q4_0 llama-server 16 slots skipped: 3 s of the budget left")
     run.report(r)
     text = (tmp_path / "out" / "report.md").read_text()
     assert "Card, 1000 MiB, compute capability 9.0" in text
+    assert "compute path: gpu; GPU devices llama.cpp sees (backend): CUDA0 (Card, CUDA)" in text
     assert "| synthetic:smollm2-135m | llama-server | 4 | 4096 | 32 | 250 | 2.50 |" in text
     assert "16 slots skipped" in text
     assert (tmp_path / "out" / "results.csv").is_file() and (tmp_path / "out" / "plots.png").is_file()

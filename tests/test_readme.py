@@ -30,3 +30,11 @@ def test_ci_then_runs_what_the_default_leaves_out():
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert "pytest --lane=long" in lines, "CI must run the tests the default run leaves out"
     assert lines.index("pytest --lane=long") > lines.index(tests)
+
+
+def test_ci_then_runs_the_gpu_lane():
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert ".ci/gpu-lane" in lines, "CI must run the GPU path on the software GPU"
+    assert lines.index(".ci/gpu-lane") > lines.index("pytest --lane=long")
+    lane = (ROOT / ".ci" / "gpu-lane").read_text()
+    assert re.search(r"pytest -m gpu tests", lane) and "GGML_VK_VISIBLE_DEVICES=0" in lane

@@ -237,6 +237,9 @@ def doctor(run: Run, model: str) -> dict:
                            "devices": b.get("devices"), "llama_cpp_python": b.get("version"),
                            "llama_cpp_source": b.get("llama_cpp_source"),
                            "generation_tok_s": g.get("tokens_per_s"),
+                           "path": report.get("path"),
+                           "gpu_devices": [f"{d.get('device')} ({d.get('name')}, "
+                                           f"{d.get('backend')})" for d in report.get("gpus") or []],
                            "problems": report.get("problems")}
     run.log(f"doctor: ok={report.get('ok')} offload={b.get('gpu_offload')} "
             f"devices={b.get('devices')} generation={g.get('tokens_per_s')} tok/s")
@@ -403,6 +406,8 @@ def report(run: Run) -> None:
                      f"{d.get('llama_cpp_python')}"
                      f"{f', llama.cpp {commit}' if commit and commit != 'unknown' else ''}, "
                      f"generation {d.get('generation_tok_s')} tok/s")
+        lines.append(f"- compute path: {d.get('path') or '-'}; GPU devices llama.cpp sees (backend): "
+                     f"{', '.join(d.get('gpu_devices') or []) or 'none'}")
     if run.models:
         lines += ["", "## Models", "", "| model | layers | heads | KV heads | head dim | "
                   "KV bytes/token (f16) | file GB | written in s |", "|---" * 8 + "|"]

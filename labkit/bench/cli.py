@@ -14,7 +14,10 @@ With no options the pool is ``-c 4096`` (the seed tutorial uses 16384): the shor
 prompts are under 200 tokens, so 4096 cells leave every slot room even at 4 split slots
 (1024 each), and the smaller pool keeps the default run short on a 2-core CPU. The server
 gets the cores available minus one as threads (``--threads`` to change it): the client and
-the HTTP front need the other.
+the HTTP front need the other. When llama.cpp can offload and sees a GPU device (CUDA, Metal,
+HIP, Vulkan, SYCL) the model fits in, every layer goes there (``-ngl all``; ``-ngl 0`` measures
+the CPU); the first line says where, and the worksheet's ``device`` and ``n_gpu_layers``
+columns and environment.json record it.
 ``LABKIT_QUICK=1`` (set by the test suite) shrinks the run further: 1 round, 2 documents,
 1 and 2 split slots.
 
@@ -144,10 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "GGUF 檔，或 synthetic:NAME[:QUANT]：用隨機權重的模型形狀只量時間"
                           "（預設：內建的模型）"))
     ngl = setting("n_gpu_layers")
-    p.add_argument(*ngl.flags, dest="n_gpu_layers", type=ngl.parse_cli, default=ngl.default,
-                   help=_(f"{ngl.help} ({ngl.allowed}; default {ngl.default})",
+    p.add_argument(*ngl.flags, dest="n_gpu_layers", type=ngl.parse_cli, default=None,
+                   help=_(f"{ngl.help} ({ngl.allowed}; default {ngl.bench_default})",
                           f"卸載到 GPU 的層數（大於等於 0 的整數，或用 'all' / 'auto' / -1 "
-                          f"表示每一層；預設 {ngl.default}）"))
+                          "表示每一層；預設：llama.cpp 看得到 GPU 裝置時為 all，否則為 0）"))
     p.add_argument("--threads", "-t", type=int, default=None,
                    help=_("CPU threads for the server (default: the cores available minus one)",
                           "伺服器的 CPU 執行緒數（預設：可用核心數減一）"))
@@ -179,6 +182,38 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def where_it_runs(n_gpu_layers=None, model: str | None = None) -> dict:
+    """Where bench puts the model's layers: ``n_gpu_layers`` as given, else every layer (-1)
+    when llama.cpp can offload and sees a GPU device the model fits in (doctor's compute
+    path), else 0. Returns ``n_gpu_layers``, ``asked`` (given on the command line), ``gpu``
+    (doctor's dict of the device, or None) and ``why`` (the reason for the CPU, or None)."""
+    from ..tools.doctor import choose_path, collect
+    report = collect(model=model, generate=False)
+    path = choose_path(report)[0]
+    gpu = report["gpus"][0] if report["gpus"] else None
+    if n_gpu_layers is None:
+        n_gpu_layers = -1 if path == "gpu" else 0
+        return {"n_gpu_layers": n_gpu_layers, "asked": False,
+                "gpu": gpu if path == "gpu" else None, "why": report["gpu_note"]}
+    return {"n_gpu_layers": n_gpu_layers, "asked": True,
+            "gpu": gpu if n_gpu_layers != 0 else None, "why": report["gpu_note"]}
+
+
+def device_line(where: dict) -> str:
+    """bench's first line: the device the layers go to, or why the CPU."""
+    from ..lang.i18n import t
+    g, ngl = where["gpu"], where["n_gpu_layers"]
+    if g is None:
+        if where["asked"] and ngl == 0:
+            return t("bench.on_cpu_asked", ngl=ngl)
+        return t("bench.on_cpu", why=where["why"] or "")
+    device = f"{g['device']} ({g['name']})"
+    layers = t("bench.every_layer") if ngl < 0 else t("bench.layers", n=ngl)
+    line = t("bench.on_gpu_asked" if where["asked"] else "bench.on_gpu", layers=layers,
+             device=device, backend=g["backend"])
+    return line + (" " + t("bench.software_device") if g.get("software") else "")
+
+
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     from ..machine import runenv
     from ..lang.i18n import t
@@ -190,10 +225,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     kv_modes = args.kv or (("split",) if quick else ("split", "unified"))
     max_docs = args.max_docs or (QUICK_DOCS if quick else None)
     threads = args.threads or runenv.server_threads_beside_client()
-    ngl = args.n_gpu_layers
+    where = None
     if args.base_url:
         configs = list(args.base_url)
     else:
+        where = where_it_runs(args.n_gpu_layers, args.model)
+        ngl = where["n_gpu_layers"]
+        print(device_line(where), file=sys.stderr)
         kind = "llama-server" if args.server_cmd else args.server
         if kind == "llama_cpp.server":
             # One request at a time: the serial baseline has no slots or KV modes to vary.
@@ -244,9 +282,16 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     elapsed = time.perf_counter() - t0
     result.env["bench"] = {"argv": sys.argv[1:] if argv is None else argv, "quick": quick,
                            "elapsed_s": elapsed, "interrupted": interrupted}
+    if where is not None:
+        g = where["gpu"] or {}
+        result.env["bench"].update(
+            n_gpu_layers=where["n_gpu_layers"], n_gpu_layers_asked=where["asked"],
+            device=f"{g['device']} ({g['name']})" if g else "CPU",
+            backend=g.get("backend", "CPU"), software_device=bool(g.get("software")))
     result.save(out)
     ws = result.worksheet()
-    cols = ["server", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot", "in_flight", "workload",
+    cols = ["server", "device", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot", "in_flight",
+            "workload",
             "wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
             "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
             "sampled_peak_mib", "verdict"]

@@ -76,7 +76,8 @@ def target_of(server) -> Target:
         return server
     if isinstance(server, str):
         return Target(server)
-    return Target(server.base_url, server.pid, server.config, dict(server.facts),
+    return Target(server.base_url, server.pid, server.config,
+                  {**server.facts, **getattr(server, "offload", {})},
                   list(server.command), str(server.log_path), server.model_path)
 
 

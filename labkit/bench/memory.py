@@ -6,6 +6,10 @@ records, when it can:
 - ``gpu_device_used``: NVML ``memory.used`` of each GPU, the whole device, other processes
   included;
 - ``gpu_process_used``: the server process's own GPU memory, when NVML lists it;
+- ``gpu_device_used_ggml``: for a GPU device NVML does not cover (Metal, HIP, Vulkan, SYCL,
+  or an NVIDIA card without NVML), ggml's ``ggml_backend_dev_memory``, total minus free, as
+  this process's llama.cpp sees it (:mod:`labkit.engine.devices`): the whole device on CUDA,
+  HIP and Vulkan; on Metal only what this process allocated;
 - ``rss``: the resident memory of the server process and its children (psutil).
 
 The peak of such samples is a **sampled peak**: a spike shorter than the interval can be
@@ -19,22 +23,31 @@ import time
 
 import pandas as pd
 
-KINDS_PREFERRED = ("gpu_process_used", "gpu_device_used", "rss")
+KINDS_PREFERRED = ("gpu_process_used", "gpu_device_used", "gpu_device_used_ggml", "rss")
+GPU_KINDS = KINDS_PREFERRED[:3]
 LABELS = {
     "gpu_process_used": "sampled peak GPU memory of the server process (NVML)",
     "gpu_device_used": "sampled peak GPU memory.used, whole device (NVML)",
+    "gpu_device_used_ggml": "sampled peak GPU memory in use, total - free "
+                            "(ggml_backend_dev_memory)",
     "rss": "sampled peak RSS of the server process (no GPU in use; psutil)",
 }
+
+
+NO_USE_REPORTED = ("GPU memory in use, total - free (ggml_backend_dev_memory): 0 in every "
+                   "sample, this driver reports none in use")
 
 
 class MemorySampler:
     """``with MemorySampler(pid) as m: ...`` then ``m.frame()``: one row per sample.
 
     ``pid`` may be None (an external server): then only GPU device memory is sampled.
-    ``gpu=False`` skips NVML (a CPU-only run).
+    ``gpu=False`` skips the GPU (a CPU-only run); ``devices`` names the ggml devices to
+    read through ggml (default: every GPU device NVML does not cover).
     """
 
-    def __init__(self, pid: int | None, interval_s: float = 0.2, gpu: bool = True):
+    def __init__(self, pid: int | None, interval_s: float = 0.2, gpu: bool = True,
+                 devices: tuple[str, ...] | None = None):
         self.pid, self.interval_s = pid, interval_s
         self.samples: list[tuple[float, str, int, int]] = []   # (t, kind, device, bytes)
         self._stop = threading.Event()
@@ -43,8 +56,11 @@ class MemorySampler:
         self._handles: list = []
         self._proc = None
         self.t0 = time.perf_counter()
+        self._ggml: tuple[str, ...] = ()
+        self._ggml_memory = None
         if gpu:
             self._init_nvml()
+            self._init_ggml(devices)
         if pid is not None:
             try:
                 import psutil
@@ -62,8 +78,26 @@ class MemorySampler:
         except Exception:
             self._nvml, self._handles = None, []
 
+    def _init_ggml(self, names: tuple[str, ...] | None) -> None:
+        try:
+            from ..engine.devices import gpu_devices, memory
+            found = gpu_devices()
+        except Exception:   # no llama.cpp in this process: NVML and RSS only
+            return
+        nvml_covers = self._nvml is not None and self._handles
+        self._ggml = tuple(d.name for d in found
+                           if (names is None and not (nvml_covers and d.backend == "CUDA"))
+                           or (names is not None and d.name in names))
+        self._ggml_memory = memory
+
     def sample(self) -> None:
         t = time.perf_counter() - self.t0
+        if self._ggml:
+            try:
+                for i, (_, used, _total) in enumerate(self._ggml_memory(self._ggml)):
+                    self.samples.append((t, "gpu_device_used_ggml", i, int(used)))
+            except Exception:
+                pass
         if self._nvml is not None:
             for i, h in enumerate(self._handles):
                 try:
@@ -140,9 +174,13 @@ def peak(samples: pd.DataFrame, prefer_gpu: bool = True) -> tuple[float | None, 
     if samples is None or samples.empty:
         return None, "not measured"
     kinds = KINDS_PREFERRED if prefer_gpu else ("rss",)
+    # ggml's figure is preferred to RSS only: NVML's, where there is one, comes first.
     for kind in kinds:
         s = samples[samples["kind"] == kind]
         if not s.empty:
             per_time = s.groupby("t_s")["bytes"].sum()
+            if kind == "gpu_device_used_ggml" and per_time.max() == 0:
+                # Some drivers (lavapipe) report their whole heap free whatever is allocated.
+                return 0.0, NO_USE_REPORTED
             return float(per_time.max()), LABELS[kind]
     return None, "not measured"

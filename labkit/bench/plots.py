@@ -117,7 +117,8 @@ def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=
         return ax
     if kind is None:
         present = set(memory["kind"])
-        kind = next((k for k in ("gpu_process_used", "gpu_device_used", "rss") if k in present))
+        kind = next((k for k in ("gpu_process_used", "gpu_device_used", "gpu_device_used_ggml",
+                                 "rss") if k in present))
     labels = {}
     if rows is not None and not rows.empty:
         labels = {rid: _config_label(g.iloc[0]) + f" r{g.iloc[0]['round'] + 1}"

@@ -94,7 +94,33 @@ def describe_target(target: Target) -> dict:
     return {"server": _server_name(target, props), "model_sha256": sha,
             "kv_mode": {True: "unified", False: "split", None: "unknown"}[kv],
             "pool_n_ctx": pool, "slots": slots, "n_ctx_slot": slot_cap,
-            "model_path": model_path}
+            "model_path": model_path,
+            **device_of(getattr(cfg, "n_gpu_layers", None), f, getattr(cfg, "main_gpu", 0))}
+
+
+def device_of(n_gpu_layers, facts: dict | None = None, main_gpu: int = 0) -> dict:
+    """Where a server's layers went: ``device`` (ggml's name and description, or ``CPU``),
+    its ``backend``, the ``n_gpu_layers`` asked for and the ``gpu_layers`` llama.cpp's
+    startup log says went to the device (None when it says nothing). The device is the GPU
+    device this process's llama.cpp sees, the one a server started from it uses; a server
+    measured by URL, whose -ngl is not known, is ``unknown``."""
+    facts = facts or {}
+    on_gpu = facts.get("gpu_layers")
+    out = {"n_gpu_layers": n_gpu_layers, "gpu_layers": on_gpu}
+    if n_gpu_layers is None and on_gpu is None:
+        return {**out, "device": "unknown", "backend": "unknown"}
+    if n_gpu_layers in (0, "0") or on_gpu == 0:
+        return {**out, "device": "CPU", "backend": "CPU"}
+    try:
+        from ..engine.devices import gpu_devices
+        found = gpu_devices()
+    except Exception:   # no llama.cpp here (an external server)
+        found = []
+    if not found:       # llama.cpp keeps every layer on the CPU
+        return {**out, "device": "CPU", "backend": "CPU"}
+    d = found[main_gpu] if 0 <= main_gpu < len(found) else found[0]
+    name = f"{d.name} ({d.description})" + (" [software device]" if d.software else "")
+    return {**out, "device": name, "backend": d.backend}
 
 
 def request_specs(workload: Workload, rate: float | None = None, burst: int = 1,
@@ -162,9 +188,8 @@ def measure_target(target: Target, workload: Workload, in_flight: int | None = N
                            require_usage=sampling.require_usage)
         info["warmup_error"] = w["error"]
     specs = request_specs(workload, rate, burst, arrival_seed)
-    if gpu is None:
-        cfg_ngl = getattr(target.config, "n_gpu_layers", None)
-        gpu = cfg_ngl not in (0, "0")
+    if gpu is None:     # the GPU's memory when the layers went to one (or may have: a URL)
+        gpu = ident["device"] != "CPU"
     sampler = MemorySampler(target.pid, gpu=gpu) if sample_memory else None
     on_done = (lambda row: progress.update(1)) if progress is not None else None
     if sampler:

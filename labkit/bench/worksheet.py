@@ -41,6 +41,9 @@ from .grading import not_graded
 
 CONFIG_KEYS = ["server", "model_sha256", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot",
                "in_flight", "load", "workload", "cache_prompt"]
+#: Where the layers ran (:func:`labkit.bench.runner.device_of`): kept on every line, and part of
+#: a config's identity when the rows have them.
+DEVICE_KEYS = ["device", "backend", "n_gpu_layers"]
 METRICS = ["wall_s", "output_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_max_s",
            "completion_p50_s", "completion_max_s", "errors", "correct", "n_requests",
            "sampled_peak_mib"]
@@ -75,7 +78,9 @@ def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFr
         ungraded = reasons.iloc[0] if reasons.map(not_graded).all() else None
         n_correct = int(g["correct"].fillna(False).astype(bool).sum())
         out.append({
-            **{k: first[k] for k in CONFIG_KEYS}, "round": int(first["round"]), "run_id": run_id,
+            **{k: first[k] for k in CONFIG_KEYS},
+            **{k: first[k] for k in DEVICE_KEYS if k in first},
+            "round": int(first["round"]), "run_id": run_id,
             "wall_s": wall,
             "output_tok_s": float(tokens.sum() / wall) if errors == 0 and wall > 0 else math.nan,
             "ttft_p50_s": _pct(ttft, 50), "ttft_p90_s": _pct(ttft, 90),
@@ -106,10 +111,11 @@ def worksheet(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFram
     out = []
     # str() each value: pandas' string dtype keeps a missing value missing, and a server
     # measured by URL may leave some config fields (the pool, the KV mode) unknown.
-    keys = runs[CONFIG_KEYS].apply(lambda r: "|".join(map(str, r)), axis=1)
+    ident = CONFIG_KEYS + [k for k in DEVICE_KEYS if k in runs]
+    keys = runs[ident].apply(lambda r: "|".join(map(str, r)), axis=1)
     for _, g in runs.groupby(keys, sort=False):
         g = g.sort_values("round")
-        line = {k: g.iloc[0][k] for k in CONFIG_KEYS}
+        line = {k: g.iloc[0][k] for k in ident}
         line["rounds"] = len(g)
         for m in METRICS:
             if g[m].map(not_graded).all():

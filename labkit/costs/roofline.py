@@ -188,6 +188,17 @@ def nvml_peak_bandwidth(index: int = 0) -> tuple[float, dict]:
                                        "bits": bits, "mhz": f"{mhz:g}"}
 
 
+def _software_gpu() -> str | None:
+    """The name of the software GPU device llama.cpp would use (lavapipe's ``llvmpipe``), or
+    None when its first GPU device is a real one or there is none."""
+    try:
+        from ..engine.devices import gpu_devices
+        found = gpu_devices()
+    except Exception:
+        return None
+    return f"{found[0].name} ({found[0].description})" if found and found[0].software else None
+
+
 def measure_machine(*, gpu: bool = False, flops: float | None = None,
                     keep: bool = True) -> Machine:
     """Measure this machine and, unless ``keep=False``, keep the result as its latest
@@ -196,13 +207,24 @@ def measure_machine(*, gpu: bool = False, flops: float | None = None,
     CPU (default): bandwidth from :func:`measure_bandwidth`, arithmetic from
     :func:`measure_matmul`. llama.cpp's quantized kernels reach a different share of that
     float32 rate than numpy's BLAS does (compare the measured prefill rate, :func:`sweep`).
-    ``gpu=True``: the bandwidth is GPU 0's NVML peak; numpy cannot measure a GPU's
+    ``gpu=True``: the bandwidth is GPU 0's NVML peak (on a software device, lavapipe, the
+    CPU's measured bandwidth, which is the memory it reads); numpy cannot measure a GPU's
     arithmetic, so give ``flops`` (the datasheet's figure) or the prediction is
     bandwidth-bound at every batch.
     """
     load_before = os.getloadavg()[0]
     if gpu:
-        bandwidth, bw_source = nvml_peak_bandwidth()
+        try:
+            bandwidth, bw_source = nvml_peak_bandwidth()
+        except RuntimeError:
+            software = _software_gpu()
+            if software is None:
+                raise
+            # A software device (lavapipe) computes on the CPU, out of the CPU's memory.
+            threads, nbytes, repeats = usable_cores(), pick(256 * MiB, 1024 * MiB), pick(3, 5)
+            bandwidth = measure_bandwidth(nbytes, repeats, threads)
+            bw_source = {"kind": "software-device", "device": software, "repeats": repeats,
+                         "mib": nbytes // MiB, "threads": threads}
         rate = flops if flops is not None else math.inf
         rate_source = {"kind": "given" if flops is not None else "gpu-flops-unknown"}
     else:

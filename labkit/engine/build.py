@@ -17,13 +17,22 @@ import llama_cpp
 
 
 def build_facts() -> dict:
-    """The installed llama-cpp-python's version, GPU offload, devices, source and CPU features."""
+    """The installed llama-cpp-python's version, GPU offload, devices, source and CPU features.
+
+    ``devices`` names every device ggml registered (``NAME (description)``); ``gpu_devices``
+    holds those it offloads to, with their memory (:mod:`labkit.engine.devices`);
+    ``gpu_backends`` the GPU backends the build carries, registered or not.
+    """
+    from .devices import built_backends, devices
     info = llama_cpp.llama_print_system_info()
     info = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    found = devices()
     return {
         "version": getattr(llama_cpp, "__version__", None),
         "gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
-        "devices": ggml_devices(),
+        "devices": [f"{d.name} ({d.description})" for d in found],
+        "gpu_devices": [d.to_dict() for d in found if d.is_gpu],
+        "gpu_backends": built_backends(),
         "llama_cpp_source": build_info(),
         "system_info": info.strip(),
     }
@@ -32,23 +41,8 @@ def build_facts() -> dict:
 def ggml_devices() -> list[str]:
     """The compute devices ggml registered, as ``NAME (description)`` (``CPU (AMD EPYC ...)``,
     ``CUDA0 (NVIDIA H200)``, ``Vulkan0 (...)``); [] when the library does not export them."""
-    try:
-        g = llama_cpp.llama_cpp._lib  # the loaded libllama / libggml
-        g.ggml_backend_dev_count.restype = ctypes.c_size_t
-        g.ggml_backend_dev_get.restype = ctypes.c_void_p
-        g.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-        g.ggml_backend_dev_name.restype = ctypes.c_char_p
-        g.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
-        g.ggml_backend_dev_description.restype = ctypes.c_char_p
-        g.ggml_backend_dev_description.argtypes = [ctypes.c_void_p]
-        out = []
-        for i in range(g.ggml_backend_dev_count()):
-            d = g.ggml_backend_dev_get(i)
-            out.append(f"{g.ggml_backend_dev_name(d).decode()} "
-                       f"({g.ggml_backend_dev_description(d).decode()})")
-        return out
-    except (AttributeError, OSError):
-        return []
+    from .devices import devices
+    return [f"{d.name} ({d.description})" for d in devices()]
 
 
 def build_info() -> dict | None:

@@ -34,6 +34,7 @@ prevents all this by admitting a request only when its worst case fits.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -55,6 +56,13 @@ from .slot import Slot
 from .trace import Metrics, Trace
 
 log = logging.getLogger("labkit.engine")
+
+
+def _gpu_layers(load_log: str) -> int:
+    """The layers llama.cpp put on the GPU, from its load log ("offloaded 31/31 layers to
+    GPU"; a CPU build prints no such line: 0)."""
+    m = re.search(r"offloaded (\d+)/\d+ layers to GPU", load_log)
+    return int(m.group(1)) if m else 0
 
 
 class Engine:
@@ -115,7 +123,13 @@ class Engine:
             "type_k": cfg.type_k, "type_v": cfg.type_v, "flash_attn": cfg.flash_attn,
             "n_threads": cfg.threads, "cont_batching": cfg.cont_batching,
             "reserve": cfg.reserve, "max_queue": cfg.max_queue,
+            "n_gpu_layers": cfg.n_gpu_layers, "gpu_layers": _gpu_layers(load_log.text),
         }
+        if self.facts["gpu_layers"]:
+            from .devices import gpu_devices
+            found = [f"{d.name} ({d.description})" for d in gpu_devices()]
+            log.info("load_model: %d layers on the GPU device %s", self.facts["gpu_layers"],
+                     found[cfg.main_gpu] if cfg.main_gpu < len(found) else "?")
         # The lines llama.cpp and llama-server print at startup, so that the
         # same log parser reads both servers.
         log.info("llama_context: n_ctx         = %d", self.ctx.n_ctx)

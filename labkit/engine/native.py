@@ -112,6 +112,9 @@ class LlamaModel:
     def __init__(self, path: str, n_gpu_layers: int = 0, use_mmap: bool = True, *,
                  split_mode: str = "layer", main_gpu: int = 0):
         install_log_router()
+        if n_gpu_layers:    # refused before loading when the GPU has too little memory
+            from .devices import refuse_if_too_large
+            refuse_if_too_large(path, n_gpu_layers)
         params = llama_cpp.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers      # negative: every layer
         params.split_mode = SPLIT_MODES[split_mode]

@@ -92,6 +92,11 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "roofline.source.numpy-matmul": {
         "en": "measured: numpy float32 matrix product, {n} x {n}, best of 3",
         "zh-TW": "實測：numpy float32 矩陣乘法，{n} × {n}，3 次取最快"},
+    "roofline.source.software-device": {
+        "en": "{device} is a software device running on the CPU: numpy's sum over {mib} MiB "
+              "with {threads} threads, best of {repeats} (the CPU's memory, which it reads)",
+        "zh-TW": "{device} 是在 CPU 上執行的軟體裝置：以 {threads} 個執行緒對 {mib} MiB 做 numpy "
+                 "加總，取 {repeats} 次中最好的一次（它讀的是 CPU 的記憶體）"},
     "roofline.source.given": {"en": "given", "zh-TW": "由呼叫者給定"},
     "roofline.source.gpu-flops-unknown": {
         "en": "not known (numpy measures the CPU only; pass flops= from the GPU's datasheet)",
@@ -134,11 +139,64 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "doctor.not_ready": {"en": "NOT READY:", "zh-TW": "NOT READY 尚未就緒："},
     # ---- the commands' --help
     "cli.help": {"en": "show this help message and exit", "zh-TW": "顯示這段說明，然後結束"},
+    # ---- the GPU llama.cpp uses (labkit.engine.devices, read by doctor and the notebooks)
+    "doctor.gpu_device": {"en": "{device} {name}: {used} used of {total} ({backend}; memory "
+                                "read by {source})",
+                          "zh-TW": "{device} {name}：已用 {used}，共 {total}（{backend}；記憶體由 "
+                                   "{source} 讀取）"},
+    "doctor.driver": {"en": "driver {driver}", "zh-TW": "驅動程式 {driver}"},
+    "doctor.software_device": {"en": " (a software device running on the CPU: its figures are "
+                                     "not a GPU's)",
+                               "zh-TW": "（在 CPU 上執行的軟體裝置：它的數字不代表 GPU）"},
+    "doctor.row.compute_path": {"en": "compute", "zh-TW": "運算路徑"},
+    "doctor.path_gpu": {"en": "llama.cpp offloads every layer to {device} (-ngl -1)",
+                        "zh-TW": "llama.cpp 把每一層都卸載到 {device}（-ngl -1）"},
+    "gpu.too_large": {"en": "the model needs {need} on the GPU but {devices} has {free} free; "
+                            "use a smaller model or quantization, or fewer layers with -ngl",
+                      "zh-TW": "模型在 GPU 上需要 {need}，但 {devices} 只剩 {free}；請改用較小的"
+                               "模型或量化，或用 -ngl 少放幾層"},
+    "gpu.no_device": {"en": "this llama.cpp can offload ({backends}) but sees no GPU device: "
+                            "{fix}",
+                      "zh-TW": "這個 llama.cpp 可以卸載（{backends}），但看不到任何 GPU 裝置：{fix}"},
+    "gpu.fix_vulkan": {"en": "check the Vulkan driver with `vulkaninfo --summary` (Debian's "
+                             "vulkan-tools); a software "
+                             "driver (lavapipe, llvmpipe) is used only with "
+                             "GGML_VK_VISIBLE_DEVICES=0",
+                       "zh-TW": "請用 `vulkaninfo --summary`（Debian 的 vulkan-tools）檢查 Vulkan "
+                                "驅動程式；軟體驅動程式"
+                                "（lavapipe、llvmpipe）要設 GGML_VK_VISIBLE_DEVICES=0 才會使用"},
+    "gpu.fix_driver": {"en": "check the GPU's driver (nvidia-smi, rocm-smi, sycl-ls) and that "
+                             "this process may use the GPU",
+                       "zh-TW": "請檢查 GPU 的驅動程式（nvidia-smi、rocm-smi、sycl-ls），以及這個"
+                                "行程是否有權使用 GPU"},
+    "gpu.no_nvml": {"en": "{note}; the GPU's memory is read from llama.cpp (ggml) instead",
+                    "zh-TW": "{note}；GPU 記憶體改由 llama.cpp（ggml）讀取"},
+    "gpu.refused": {"en": "{model}: {need} would go to the GPU but {devices} has {free} free; "
+                          "not loaded. Use a smaller model or quantization, or fewer layers "
+                          "with -ngl (-ngl 0: the CPU)",
+                    "zh-TW": "{model}：要放上 GPU 的有 {need}，但 {devices} 只剩 {free}；沒有載入。"
+                             "請改用較小的模型或量化，或用 -ngl 少放幾層（-ngl 0：用 CPU）"},
     # ---- labkit bench
     "bench.start": {"en": "labkit bench: {configs} configs x {rounds} round(s) x {workloads}"
                           "{quick}; logs in {logs}",
                     "zh-TW": "labkit bench：{configs} 組配置 × {rounds} 輪 × {workloads}"
                              "{quick}；日誌在 {logs}"},
+    "bench.on_gpu": {"en": "labkit bench: {layers} on {device} ({backend}), as llama.cpp sees "
+                           "a GPU device; -ngl 0 measures the CPU",
+                     "zh-TW": "labkit bench：{layers}放在 {device}（{backend}），因為 llama.cpp "
+                              "看得到 GPU 裝置；-ngl 0 則量測 CPU"},
+    "bench.on_gpu_asked": {"en": "labkit bench: {layers} on {device} ({backend}), as asked",
+                           "zh-TW": "labkit bench：依指定，{layers}放在 {device}（{backend}）"},
+    "bench.every_layer": {"en": "every layer (-ngl all)", "zh-TW": "每一層（-ngl all）"},
+    "bench.layers": {"en": "{n} layers (-ngl {n})", "zh-TW": "{n} 層（-ngl {n}）"},
+    "bench.software_device": {"en": "[a software device running on the CPU: its figures are not "
+                                    "a GPU's and are not to be compared with one]",
+                              "zh-TW": "［在 CPU 上執行的軟體裝置：它的數字不代表 GPU，也不該拿來"
+                                       "和 GPU 比較］"},
+    "bench.on_cpu": {"en": "labkit bench: on the CPU (-ngl 0): {why}",
+                     "zh-TW": "labkit bench：在 CPU 上執行（-ngl 0）：{why}"},
+    "bench.on_cpu_asked": {"en": "labkit bench: on the CPU (-ngl {ngl}, as asked)",
+                           "zh-TW": "labkit bench：依指定在 CPU 上執行（-ngl {ngl}）"},
     "bench.quick": {"en": " (quick mode)", "zh-TW": "（快速模式）"},
     "bench.synthetic": {"en": "synthetic model {model} (random weights): timing only, "
                               "{requests} requests per run, answers of {tokens} tokens, not graded",
@@ -280,6 +338,7 @@ HEADINGS: dict[str, str] = {
     "output_tok_s_rounds": "各輪輸出 tok/s", "fits_context": "放得進上下文",
     "ttft_ok": "首字等待達標", "all_correct": "全部答對", "verdict": "判定",
     "doc_id": "文件 id", "error": "錯誤", "answer": "回答", "finish_reason": "結束原因",
+    "device": "裝置", "backend": "後端", "gpu_layers": "GPU 上的層數", "n_gpu_layers": "-ngl",
     # the simulator's summary (labkit.sim) and its per-request table
     "label": "設定", "ok": "完成", "length": "達長度上限", "refused": "被拒絕", "failed": "失敗",
     "preemptions": "搶占次數", "duration_s": "時長 (s)", "throughput_tok_s": "吞吐 (tok/s)",
@@ -384,6 +443,7 @@ TITLES = {
     "n_requests": "requests", "sampled_peak_mib": "sampled peak MiB", "memory": "memory",
     "fits_context": "fits context", "ttft_ok": "TTFT ok", "all_correct": "all correct",
     "verdict": "verdict", "output_tok_s_rounds": "output tok/s per round",
+    "device": "device", "backend": "backend", "n_gpu_layers": "-ngl",
 }
 
 #: Words a worksheet writes in its cells, and their Chinese.
@@ -394,6 +454,11 @@ WORKSHEET_WORDS = {
         "伺服器行程的取樣峰值 RSS（沒有使用 GPU；psutil）",
     "sampled peak GPU memory of the server process (NVML)": "伺服器行程的取樣峰值 GPU 記憶體（NVML）",
     "sampled peak GPU memory.used, whole device (NVML)": "整張 GPU 的取樣峰值 memory.used（NVML）",
+    "sampled peak GPU memory in use, total - free (ggml_backend_dev_memory)":
+        "取樣峰值 GPU 記憶體用量，總量減可用量（ggml_backend_dev_memory）",
+    "GPU memory in use, total - free (ggml_backend_dev_memory): 0 in every sample, this driver "
+    "reports none in use": "GPU 記憶體用量，總量減可用量（ggml_backend_dev_memory）：每次取樣都是 0，"
+                           "這個驅動程式不回報用量",
     "not measured": "未測量",
 }
 

@@ -142,6 +142,8 @@ _FACTS = {
 }
 _SLOTS_LINE = re.compile(
     r"initializing, n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(true|false)'")
+# llama.cpp's load_tensors line, in every build that can offload (a CPU build prints none).
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 
 
 def startup_facts(server, wait_s: float = 3.0) -> dict:
@@ -170,6 +172,13 @@ def parse_startup_log(text: str) -> dict:
         facts.update(n_slots=int(m.group(1)), n_ctx_slot=int(m.group(2)),
                      kv_unified=m.group(3) == "true")
     return facts
+
+
+def offloaded_layers(text: str) -> dict:
+    """The layers llama.cpp put on the GPU (``gpu_layers``, of ``n_layers_offloadable``), from
+    its load_tensors line in a startup log; {} when there is none (a CPU build)."""
+    m = _OFFLOADED.search(text)
+    return {"gpu_layers": int(m.group(1)), "n_layers_offloadable": int(m.group(2))} if m else {}
 
 
 # An error line: llama.cpp's log ("0.00.019.540 E gguf_init_from_reader: ...") or labkit's
@@ -286,6 +295,7 @@ class RunningServer:
     model_path: str
     command: list[str]
     facts: dict = field(default_factory=dict)
+    offload: dict = field(default_factory=dict)     # offloaded_layers() of its startup log
 
     @property
     def base_url(self) -> str:
@@ -399,6 +409,7 @@ def start(config: ServerConfig) -> RunningServer:
         server.stop()
         raise
     server.facts = startup_facts(server)
+    server.offload = offloaded_layers(server.log_text())
     return server
 
 

@@ -72,6 +72,66 @@ def try_generation(model_path: str, n_gpu_layers: int, max_tokens: int = 24) -> 
                 "fix": t("doctor.fix_model")}
 
 
+def gpu_devices(build: dict, nvidia: list) -> list[dict]:
+    """The GPU devices llama.cpp sees (``build["gpu_devices"]``, from ggml's registry), with
+    what NVML adds for NVIDIA ones: its name, driver and memory in use. Each dict has
+    ``index`` (0, 1, ... over the GPU devices), ``device`` (ggml's name: CUDA0, Metal,
+    Vulkan0), ``name``, ``backend``, ``memory_total_bytes``, ``memory_used_bytes``,
+    ``driver`` (None when NVML does not know it), ``software`` and ``memory_source``."""
+    out = []
+    cuda = iter(nvidia)
+    for i, d in enumerate(build.get("gpu_devices") or []):
+        g = {"index": i, "device": d["name"], "name": d["description"], "backend": d["backend"],
+             "type": d["type"], "memory_total_bytes": d["memory_total_bytes"],
+             "memory_used_bytes": d["memory_used_bytes"], "driver": None,
+             "software": d["software"], "memory_source": "ggml"}
+        # CUDA numbers its devices as NVML does (both follow CUDA_VISIBLE_DEVICES' order
+        # only when it is unset; a name that differs leaves NVML's figures out).
+        nv = next(cuda, None) if d["backend"] == "CUDA" else None
+        if nv is not None and (nv.name in d["description"] or d["description"] in nv.name):
+            g.update(name=nv.name, memory_total_bytes=nv.memory_total_bytes,
+                     memory_used_bytes=nv.memory_used_bytes, driver=nv.driver,
+                     memory_source="nvml")
+        out.append(g)
+    return out
+
+
+def choose_path(r: dict) -> tuple[str, str]:
+    """("gpu" or "cpu", why): the GPU path when llama.cpp can offload, sees a GPU device and
+    the model fits in its memory. ``why`` is one of ``gpu``, ``too_large``, ``no_device``
+    (an offloading build that sees no GPU device), ``cpu_build_with_gpu`` (NVML sees a GPU
+    that this CPU build cannot use) and ``cpu_build``."""
+    b = r.get("llama_cpp") or {}
+    # llama_supports_gpu_offload() is false when no GPU device registered, so a GPU backend
+    # built in (libggml-vulkan.so...) also counts: that build can offload, and sees no device.
+    offload = bool(b.get("gpu_offload")) or bool(b.get("gpu_backends"))
+    if offload and r.get("gpus"):
+        return ("cpu", "too_large") if r.get("gpu_fit") else ("gpu", "gpu")
+    if offload:
+        return "cpu", "no_device"
+    return "cpu", ("cpu_build_with_gpu" if r.get("nvidia_gpus") else "cpu_build")
+
+
+def gpu_note(r: dict, nvml_note: str | None) -> str | None:
+    """One line saying why the path is not ``gpu`` (what was found, what to do), or None."""
+    why = choose_path(r)[1]
+    b = r.get("llama_cpp") or {}
+    if why == "gpu":
+        return None
+    if why == "too_large":
+        f = r["gpu_fit"]
+        return t("gpu.too_large", need=_mib(f["need_bytes"]), free=_mib(f["free_bytes"]),
+                 devices=", ".join(f["devices"]))
+    if why == "no_device":
+        backends = ", ".join(b.get("gpu_backends") or []) or "?"
+        fix = t("gpu.fix_vulkan" if "Vulkan" in (b.get("gpu_backends") or [])
+                else "gpu.fix_driver")
+        return t("gpu.no_device", backends=backends, fix=fix)
+    if why == "cpu_build_with_gpu":
+        return t("doctor.advice_cpu_build")
+    return nvml_note
+
+
 def collect(model: str | None = None, generate: bool = True) -> dict:
     """Everything doctor knows, as a JSON-ready dict with an overall "ok"."""
     report: dict = {
@@ -83,9 +143,10 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
         "packages": {name: _pkg_version(name) for name in PACKAGES},
     }
     report["llama_cpp"] = build = llama_build()
-    gpus, why = list_gpus()
-    report["gpus"] = [g.to_dict() for g in gpus]
-    report["gpu_note"] = why
+    nvidia, why = list_gpus()
+    report["nvidia_gpus"] = [g.to_dict() for g in nvidia]
+    report["gpus"] = gpus = gpu_devices(build, nvidia) if build["ok"] else []
+    report["gpu_fit"] = None
     problems: list[str] = []
     ngl = -1 if build["ok"] and build["gpu_offload"] and gpus else 0
     try:
@@ -96,6 +157,19 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
         report["model"] = {"error": str(exc)}
         problems.append(f"{t('doctor.row.model')}: {exc}")
         info = None
+    if ngl and info is not None:
+        from ..engine.devices import fit
+        short = fit_devices(gpus)
+        too_large = fit(info.size_bytes, ngl, info.n_layer, short)
+        if too_large:
+            report["gpu_fit"] = {"need_bytes": too_large.need_bytes,
+                                 "free_bytes": too_large.free_bytes,
+                                 "devices": list(too_large.devices)}
+            ngl = 0
+    report["path"] = choose_path(report)[0]
+    report["gpu_note"] = gpu_note(report, why)
+    if any(g["backend"] == "CUDA" for g in gpus) and why:
+        report["nvml_note"] = t("gpu.no_nvml", note=why)
     if not build["ok"]:
         problems.append(f"llama-cpp-python: {build['error']} -> {build['fix']}")
     if generate and info is not None and build["ok"]:
@@ -105,12 +179,21 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
                             f"{gen.get('error', t('doctor.no_tokens'))} -> {gen.get('fix', '')}")
     elif not generate:
         report["generation"] = {"ok": None, "skipped": "--no-generate"}
-    if build["ok"] and gpus and not build["gpu_offload"]:
+    if build["ok"] and nvidia and not build["gpu_offload"]:
         report["advice"] = t("doctor.advice_cpu_build")
     report["cjk_font"] = cjk_font()
     report["problems"] = problems
     report["ok"] = not problems
     return report
+
+
+def fit_devices(gpus: list[dict]):
+    """The report's GPU devices as :class:`labkit.engine.devices.Device` objects, with their
+    free memory, for :func:`labkit.engine.devices.fit`."""
+    from ..engine.devices import Device
+    return [Device(g["index"], g["device"], g["name"], g["type"], g["backend"],
+                   g["memory_total_bytes"], g["memory_total_bytes"] - g["memory_used_bytes"])
+            for g in gpus]
 
 
 def cjk_font() -> str | None:
@@ -148,12 +231,23 @@ def render(r: dict) -> str:
         lines.append(f"{t('doctor.row.features')}      {b['system_info']}")
     else:
         lines.append(f"llama.cpp     {b['error']}")
-    if r["gpus"]:
-        for g in r["gpus"]:
-            gpu_line = t("doctor.gpu", name=g["name"], used=_mib(g["memory_used_bytes"]),
-                         total=_mib(g["memory_total_bytes"]), driver=g["driver"])
-            lines.append(f"GPU {g['index']}         {gpu_line}")
-    else:
+    for g in r["gpus"]:
+        gpu_line = t("doctor.gpu_device", device=g["device"], name=g["name"],
+                     used=_mib(g["memory_used_bytes"]), total=_mib(g["memory_total_bytes"]),
+                     backend=g["backend"], source={"nvml": "NVML"}.get(g["memory_source"],
+                                                                     g["memory_source"]))
+        if g.get("driver"):
+            gpu_line += ", " + t("doctor.driver", driver=g["driver"])
+        if g.get("software"):
+            gpu_line += t("doctor.software_device")
+        lines.append(f"GPU {g['index']}         {gpu_line}")
+    if r.get("nvml_note"):
+        lines.append(f"NVML          {r['nvml_note']}")
+    if r.get("path"):
+        path = t("doctor.path_gpu", device=r["gpus"][0]["device"]) if r["path"] == "gpu" else \
+            t("doctor.no_gpu", note=r["gpu_note"])
+        lines.append(f"{t('doctor.row.compute_path')}       {r['path']}: {path}")
+    elif not r["gpus"]:
         lines.append(f"GPU           {t('doctor.no_gpu', note=r['gpu_note'])}")
     if r.get("advice"):
         lines.append(f"{t('doctor.row.advice')}        {r['advice']}")
