@@ -100,8 +100,10 @@ def fake_report(**changes) -> dict:
                       "llama_cpp_source": {"commit": "0c1e570", "compiler": "GNU 12.2.0",
                                            "target": "Linux x86_64"},
                       "system_info": "CPU : AVX2 = 1 | OPENMP = 1 |"},
-        "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_used_bytes": 2**30,
-                  "memory_total_bytes": 140 * 2**30, "driver": "570.1"}],
+        "gpus": [{"index": 0, "device": "CUDA0", "name": "NVIDIA H200", "backend": "CUDA",
+                  "memory_used_bytes": 2**30, "memory_total_bytes": 140 * 2**30,
+                  "memory_source": "nvml", "software": False, "driver": "570.1"}],
+        "path": "gpu", "nvml_note": "",
         "gpu_note": "", "advice": doctor.t("doctor.advice_cpu_build"),
         "model": {"path": "/models/m.gguf", "name": "SmolLM2 135M", "architecture": "llama",
                   "n_layer": 30, "n_head": 9, "n_head_kv": 3, "head_dim": 64, "n_embd": 576,
@@ -141,7 +143,7 @@ def misaligned(screen: str) -> list[str]:
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_every_row_of_doctor_starts_its_value_in_one_column(monkeypatch, lang):
     monkeypatch.setenv("LABKIT_LANG", lang)
-    for report in (fake_report(), fake_report(gpus=[], advice=None, ok=True, problems=[],
+    for report in (fake_report(), fake_report(gpus=[], path="cpu", advice=None, ok=True, problems=[],
                                               generation={"ok": None, "skipped": "--no-generate"},
                                               cjk_font=None)):
         screen = doctor.render(report)

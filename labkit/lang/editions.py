@@ -172,6 +172,7 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
     "|".join(map(re.escape, PREFERRED)),      # a font's name (labkit.lang.fonts)
     r"NVML(：| 列出 GPU 時失敗：)[^）\n]*",      # NVML's own error (labkit.machine.gpu)
     r"(?<=模型)[：\s]+[^（\n]+",                # a model's name, from its GGUF (banner, doctor)
+    r"^GPU \d+\s+[^：\n]+",                     # a GPU's device and name, as ggml or NVML give them
     r"\b(llama|ggml|gguf)_\w+: .*",              # a log line of llama.cpp (llama_context: ...)
     r"\b(srv|slot|que|main) +\w+: .*",           # and of llama-server (srv  load_model: ...)
     r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
