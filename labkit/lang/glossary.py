@@ -224,7 +224,7 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "tokenizer": ("廚房把一張單切成一口一口的方法",
                   "模型自己的對照表，把文字切成 token、再把 token 拼回文字（llama_tokenize；GGUF "
                   "檔裡的 tokenizer 欄位）"),
-    "TTFT": ("等第一口菜上桌", "從送出請求到看見第一段文字的時間（time to first token）"),
+    "TTFT": ("等第一口菜上桌", "從送出請求到看見第一段文字的時間"),
     "throughput": ("每小時出了幾道菜", "所有請求合計每秒輸出的 token 數"),
     "latency": ("一位客人等了多久", "一個請求從頭到尾花的時間（或到第一個 token：TTFT）"),
     "in-flight requests": ("同時在點餐的客人", "用戶端同時保持未完成的請求數（封閉迴路）"),
