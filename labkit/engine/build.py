@@ -10,8 +10,6 @@ worded for a reader; :mod:`labkit.tools.doctor` chooses the words.
 from __future__ import annotations
 
 import ctypes
-import os
-from pathlib import Path
 
 import llama_cpp
 
@@ -38,13 +36,6 @@ def build_facts() -> dict:
     }
 
 
-def ggml_devices() -> list[str]:
-    """The compute devices ggml registered, as ``NAME (description)`` (``CPU (AMD EPYC ...)``,
-    ``CUDA0 (NVIDIA H200)``, ``Vulkan0 (...)``); [] when the library does not export them."""
-    from .devices import devices
-    return [f"{d.name} ({d.description})" for d in devices()]
-
-
 def build_info() -> dict | None:
     """The llama.cpp commit, compiler and target baked into ``libllama-common``.
 
@@ -52,9 +43,8 @@ def build_info() -> dict | None:
     loads its libraries from $LLAMA_CPP_LIB_PATH (a llama.cpp build of your own); older
     builds lack it, and then this returns None.
     """
-    here = Path(llama_cpp.__file__).parent
-    own = os.environ.get("LLAMA_CPP_LIB_PATH")
-    for folder in ([Path(own)] if own else []) + [here / "lib", here.parent / "lib"]:
+    from .devices import library_folders
+    for folder in library_folders():
         for lib in sorted(folder.glob("*llama-common*")):
             try:
                 h = ctypes.CDLL(str(lib))
