@@ -62,28 +62,27 @@ def _runs_long(item) -> bool:
     return item.get_closest_marker("long") is not None
 
 
-def _browser_runs(path) -> bool:
-    """Whether the default run's browser tests execute this English notebook's code."""
+def _notebooks_the_browser_runs() -> set[str]:
+    """The English notebooks whose code the default run's browser tests execute (by file
+    name), or none when no browser can be driven here."""
     sys.path.insert(0, str(ROOT / "tests"))
     try:
         from browser_support import DRIVEN, browser_missing
     finally:
         sys.path.pop(0)
-    if browser_missing():
-        return False
-    driven = {name.removeprefix("zh-TW/") for name in DRIVEN}
-    return path.name in driven
+    return set() if browser_missing() else {name.removeprefix("zh-TW/") for name in DRIVEN}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The notebooks' cells run in a Jupyter kernel: slow. Then the `long` tests are marked
     (see LANES above), and the lane keeps its tests and deselects the rest."""
+    in_the_browser = _notebooks_the_browser_runs()
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
             if "zh-TW" in item.path.parts or (item.path.parent.name == "notebooks"
-                                              and _browser_runs(item.path)):
+                                              and item.path.name in in_the_browser):
                 item.add_marker(pytest.mark.long)
         elif item.path.name in LONG_SUITES and item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.long)
