@@ -329,3 +329,35 @@ def test_what_is_not_a_number_says_so_in_the_learners_language(written, monkeypa
     monkeypatch.setenv("LABKIT_LANG", "zh-TW")
     with pytest.raises(ValueError, match="這裡要的是數字"):
         exercises.as_number(written)
+
+
+# A number no float holds, or one that is not finite, is an answer like any other: `evaluate`
+# gives a verdict (never a traceback) for every exercise, in the learner's language.
+OUT_OF_RANGE = [10**400, -10**400, float("inf"), float("-inf"), float("nan"), "1e400", "-inf",
+                "nan", "inf tokens", "1" * 5000]
+
+
+@pytest.mark.parametrize("answer", OUT_OF_RANGE, ids=lambda a: repr(a)[:12])
+def test_a_number_beyond_float_is_wrong_not_raised(answer):
+    # (the exercises that load the model first are code exercises: a number is not a function)
+    for ex_id in [i for i in exercises.ids() if not exercises.REGISTRY[i].needs_model]:
+        result = evaluate(ex_id, answer)
+        assert result.status == WRONG, (ex_id, result)
+
+
+@pytest.mark.parametrize("answer", [10**400, float("inf"), "1e400"], ids=repr)
+def test_a_number_beyond_float_is_named_in_chinese(answer, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    with pytest.raises(ValueError, match="有限的數字"):
+        exercises.as_number(answer)
+
+
+def test_an_answer_no_check_foresaw_is_still_a_verdict(monkeypatch):
+    """Whatever a judge raises (here ZeroDivisionError) comes back as a wrong answer."""
+    ex = exercises.REGISTRY["0.2"]
+    def broken(answer):
+        raise ZeroDivisionError("division by zero")
+    import dataclasses
+    monkeypatch.setitem(exercises.REGISTRY, "0.2", dataclasses.replace(ex, judge=broken))
+    result = evaluate("0.2", 3)
+    assert result.status == WRONG and "ZeroDivisionError" in result.message

@@ -15,6 +15,7 @@ verdict instead of printing it (the tests use it). Worked solutions live apart, 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -151,6 +152,11 @@ def evaluate(id: str, answer) -> CheckResult:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         return CheckResult(id, WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
                                            f"讀不懂這個答案（`{exc}`）。{ex.question}"), ex.kind)
+    except Exception as exc:     # arithmetic on an answer no check foresaw: still a verdict
+        return CheckResult(id, WRONG, pick(f"could not check this answer ({type(exc).__name__}). "
+                                           f"{ex.question}",
+                                           f"無法檢查這個答案（`{type(exc).__name__}`）。"
+                                           f"{ex.question}"), ex.kind)
     return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
 
 
@@ -205,10 +211,8 @@ def as_number(x) -> float:
     the learner's language."""
     if isinstance(x, bool):
         raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
-    if isinstance(x, (int, float)):
-        return float(x)
-    if hasattr(x, "item"):            # numpy scalars
-        return float(x.item())
+    if isinstance(x, (int, float)) or hasattr(x, "item"):     # numpy scalars have .item()
+        return finite(x.item() if hasattr(x, "item") else x, x)
     if not isinstance(x, str):
         raise TypeError(pick(f"expected a number, got {type(x).__name__}",
                              f"這裡要的是數字，收到的是 {type(x).__name__}"))
@@ -223,8 +227,22 @@ def as_number(x) -> float:
     m = _NUMBER.match(s)
     if m and (not m[2] or m[2].lower() in _UNITS or _CJK.match(m[2])
               or m[2].lower().startswith("個")):
-        return float(m[1])
+        return finite(m[1], x)
     raise ValueError(pick(f"expected a number, got {x!r}", f"這裡要的是數字，收到的是 {x!r}"))
+
+
+def finite(value, written) -> float:
+    """``value`` as a float, or a ValueError in the learner's language when it has no finite
+    float (an integer of 400 digits, ``inf``, ``nan``, ``"1e400"``)."""
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        shown = repr(written) if len(repr(written)) <= 40 else repr(written)[:37] + "..."
+        raise ValueError(pick(f"expected a finite number, got {shown}",
+                              f"這裡要的是有限的數字，收到的是 {shown}"))
+    return v
 
 
 def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:
