@@ -245,8 +245,16 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     synthetic = None if args.base_url else synthetic_model(args.model)
     if synthetic:   # random weights: fixed-length answers, timing only (labkit.bench.timing)
         workloads, max_docs = plan(workloads, args.model, slots, max_docs), None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out) / stamp
+    from .report import new_run_folder
+    try:
+        out = new_run_folder(Path(args.out))
+    except OSError as exc:     # read-only, full, or not a folder: nothing has been measured yet
+        from ..lang.i18n import pick
+        print(pick(f"labkit bench: cannot create a results folder in {args.out} "
+                   f"({exc.strerror or exc}); choose another with --out",
+                   f"labkit bench：無法在 {args.out} 建立結果資料夾（{exc.strerror or exc}）；"
+                   f"請用 --out 指定別的資料夾"), file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     print(t("bench.start", configs=len(configs), rounds=rounds, workloads=", ".join(args.workload),
             quick=t("bench.quick") if quick else "", logs=f"{out}/logs"), file=sys.stderr)

@@ -23,6 +23,24 @@ def _jsonable(obj):
     return json.loads(json.dumps(obj, default=str))
 
 
+def new_run_folder(base: Path, now: float | None = None) -> Path:
+    """A results folder no other run has: ``base/YYYYmmdd-HHMMSS-mmm`` (local time to the
+    millisecond), created exclusively, with ``-2``, ``-3``... added when another run took that
+    name first (two runs started in the same millisecond, or on two machines sharing ``base``)."""
+    import time
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        folder = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"{base}: 10,000 results folders named {stamp}-N already")
+
+
 def save_result(result, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     ws = result.worksheet()
