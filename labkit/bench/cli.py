@@ -173,9 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..models.embedded import ModelNotFound
+    from ..models.gguf import GGUFError
+    from ..models.synthetic import SyntheticError
     args = build_parser().parse_args(argv)
     try:
         return _run(args, argv)
+    except (ModelNotFound, GGUFError, SyntheticError) as exc:    # found before any server starts
+        from ..lang.i18n import pick
+        print(pick(f"labkit bench: the model cannot be used: {exc}",
+                   f"labkit bench：無法使用這個模型：{exc}"), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:   # before any run started, or while saving
         from ..lang.i18n import t
         print("\n" + t("bench.interrupted"), file=sys.stderr)

@@ -1,5 +1,6 @@
-"""Each `labkit bench` run writes into a folder of its own, even when two start in the same
-second (or the same millisecond), and a results folder that cannot be made is one line."""
+"""What `labkit bench` settles before it measures: a results folder of its own for each run,
+even when two start in the same second (or the same millisecond); and one line, with nothing
+written, for a results folder that cannot be made or a model it cannot use."""
 
 import pytest
 
@@ -38,3 +39,21 @@ def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, monkeypatch,
     assert main(["--out", str(blocker), "--rounds", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert words in err[-1] and str(blocker) in err[-1] and "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize("model,said", [
+    ("{tmp}", "is a directory, not a GGUF file"),
+    ("{tmp}/missing.gguf", "no such model file"),
+    ("{tmp}/notes.txt", "not a GGUF file"),
+    ("synthetic:nope", "unknown model 'nope'"),
+])
+def test_a_model_bench_cannot_use_is_one_line_and_nothing_is_written(tmp_path, monkeypatch,
+                                                                     capsys, model, said):
+    from labkit.bench.cli import main
+    (tmp_path / "notes.txt").write_text("not a model")
+    out = tmp_path / "results"
+    assert main(["--model", model.format(tmp=tmp_path), "--out", str(out), "--rounds", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("labkit bench: the model cannot be used: ") and said in err[-1]
+    assert not any("Traceback" in line for line in err)
+    assert not out.exists() or not any(out.iterdir())
