@@ -58,8 +58,8 @@ COMMANDS_ZH = {
 
 def unreadable_setting() -> str | None:
     """The one line to print when ``LABKIT_LANG`` or ``LABKIT_QUICK`` holds a value labkit
-    cannot read (naming the variable and the values it accepts), else None. Every command
-    reads both, so they are read once here, before any command starts."""
+    cannot read (naming the variable and the values it accepts), else None. They are read
+    here, before any command starts, so that no command fails on them halfway."""
     from .lang.choice import lang
     from .machine.runenv import ENV_QUICK, FALSE_WORDS, TRUE_WORDS, quick
     try:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from .worksheet import timing_agreement, to_markdown
@@ -27,7 +28,6 @@ def new_run_folder(base: Path, now: float | None = None) -> Path:
     """A results folder no other run has: ``base/YYYYmmdd-HHMMSS-mmm`` (local time to the
     millisecond), created exclusively, with ``-2``, ``-3``... added when another run took that
     name first (two runs started in the same millisecond, or on two machines sharing ``base``)."""
-    import time
     now = time.time() if now is None else now
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
     base.mkdir(parents=True, exist_ok=True)

@@ -211,8 +211,10 @@ def as_number(x) -> float:
     the learner's language."""
     if isinstance(x, bool):
         raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
-    if isinstance(x, (int, float)) or hasattr(x, "item"):     # numpy scalars have .item()
-        return finite(x.item() if hasattr(x, "item") else x, x)
+    if isinstance(x, (int, float)):
+        return finite(x, x)
+    if hasattr(x, "item"):            # numpy scalars
+        return finite(x.item(), x)
     if not isinstance(x, str):
         raise TypeError(pick(f"expected a number, got {type(x).__name__}",
                              f"這裡要的是數字，收到的是 {type(x).__name__}"))
