@@ -178,6 +178,7 @@ class Setting:
     why_different: str = ""         # why labkit's default differs from llama-server's
     bench_default: Any = SAME       # `labkit bench`'s own default, in words, when it differs
     bench_why: str = ""             # why it differs
+    secret: bool = False            # its value never goes into a log or a record (masked_argv)
 
     @property
     def is_switch(self) -> bool:
@@ -281,7 +282,8 @@ TABLE: tuple[Setting, ...] = (
             "a non-empty name, or None", "the model name the API reports (not given: the "
             "file name)", scope=SERVER),
     Setting("api_key", ("--api-key",), None, "str | None", optional(text),
-            "a non-empty key, or None", "require 'Authorization: Bearer KEY'", scope=SERVER),
+            "a non-empty key, or None", "require 'Authorization: Bearer KEY'", scope=SERVER,
+            secret=True),
     Setting("context_shift", ("--context-shift",), False, "bool",
             only(False, "labkit's engine never shifts context: a full slot ends with "
                         "finish_reason 'length'"), "False",
@@ -397,6 +399,34 @@ def to_argv(settings: dict, *, llama_server: bool = True) -> list[str]:
         if s.name in settings and not (llama_server and s.labkit_only):
             out += s.argv(settings[s.name])
     return out
+
+
+MASK = "***"
+_SECRET_NAMES = frozenset(s.name for s in TABLE if s.secret)
+_SECRET_FLAGS = frozenset(f for s in TABLE if s.secret for f in s.flags)
+
+
+def masked_argv(argv: list[str]) -> list[str]:
+    """``argv`` as it may be logged or recorded: the value of every secret setting (the API
+    key) shown as :data:`MASK`, after its flag (``--api-key KEY``) or in it
+    (``--api-key=KEY``). The command that runs keeps the real value."""
+    out, hide = [], False
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if hide:
+            out.append(MASK)
+        elif "=" in word and flag in _SECRET_FLAGS:
+            out.append(f"{flag}={MASK}")
+        else:
+            out.append(word)
+        hide = not hide and word in _SECRET_FLAGS
+    return out
+
+
+def masked_fields(values: dict) -> dict:
+    """``values`` ({setting name: value}, such as a config's fields) as a record may keep
+    them: every secret setting that is set shown as :data:`MASK`."""
+    return {k: MASK if v is not None and k in _SECRET_NAMES else v for k, v in values.items()}
 
 
 def add_arguments(parser: argparse.ArgumentParser, *scopes: str) -> None:

@@ -48,6 +48,7 @@ from typing import Callable, Generic, TypeVar
 
 import pandas as pd
 
+from ..settings import masked_argv
 from .client import RequestSpec, Sampling, stream_one
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ class Target:
 def target_of(server) -> Target:
     """The :class:`Target` for ``server``: a running server from
     :func:`labkit.server.launch.launch` (URL, pid, config, the facts its startup log reported,
-    command line, log file, model), a base URL (a server someone else started: nothing is
+    command line with its API key masked, log file, model), a base URL (a server someone else started: nothing is
     known but where it is), or a Target, returned as it is."""
     if isinstance(server, Target):
         return server
@@ -78,7 +79,7 @@ def target_of(server) -> Target:
         return Target(server)
     return Target(server.base_url, server.pid, server.config,
                   {**server.facts, **getattr(server, "offload", {})},
-                  list(server.command), str(server.log_path), server.model_path)
+                  masked_argv(server.command), str(server.log_path), server.model_path)
 
 
 # ---------------------------------------------------------------------------- warm-up

@@ -6,7 +6,7 @@
         requests.csv   requests.json    every request, every round, errors included
         timing_agreement.csv            client vs server timing, per request
         memory.csv                      every memory sample
-        runs.json                       per run: server command, log file, facts read back
+        runs.json                       per run: server command (API key masked), log file, facts
         environment.json                versions, llama.cpp build, GPUs, model sha256, configs
         plots/*.png                     the four standard figures
 """

@@ -34,6 +34,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from ..settings import masked_argv, masked_fields
 from .client import RequestSpec, Sampling, poisson_arrivals, send_all, stream_one
 from .grading import grade
 from .harness import Target, target_of
@@ -383,6 +384,7 @@ def environment(configs: list | None = None) -> dict:
     from ..tools.doctor import collect
     model = next((c.model for c in configs or [] if getattr(c, "model", None)), None)
     rec = collect(model=model, generate=False)
-    rec["configs"] = [asdict(c) for c in (configs or [])]
+    rec["configs"] = [{**masked_fields(asdict(c)), "extra_args": masked_argv(list(c.extra_args))}
+                      for c in (configs or [])]                  # no API key in a record
     rec["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     return rec

@@ -13,7 +13,8 @@ Four kinds of server, all started the same way, as a subprocess on a free loopba
 - ``llama_cpp.server``: llama-cpp-python's bundled server, which answers one request at a
   time (the serial baseline).
 
-The server's output goes to a log file, never into a notebook cell. The process and its
+The server's output goes to a log file, never into a notebook cell; the log's first line is
+the command, with the API key shown as ``***`` (:func:`labkit.settings.masked_argv`). The process and its
 children are stopped when the ``with`` block ends, on error, at interpreter exit (which
 includes a Jupyter kernel shutting down), and, on Linux, when the parent process dies
 abruptly (even by SIGKILL): every server is started from one launcher thread that lives as
@@ -393,7 +394,7 @@ def start(config: ServerConfig) -> RunningServer:
     log_path = log_dir / f"{config.label}-{port}.log"
     cmd = config.command(model_path, port)
     log = open(log_path, "wb")
-    log.write((" ".join(cmd) + "\n").encode())
+    log.write((" ".join(settings.masked_argv(cmd)) + "\n").encode())   # no API key in a log
     log.flush()
     try:
         proc = _spawner.popen(cmd, stdout=log, stderr=subprocess.STDOUT,

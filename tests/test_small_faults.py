@@ -1,0 +1,62 @@
+"""The small faults of round three (issue 27): the API key kept out of logs and records."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from labkit import settings
+
+KEY = "sekrit-4242"
+
+
+# ------------------------------------------------------------------ the key out of logs
+
+def test_a_command_line_shows_the_api_key_masked():
+    argv = ["python", "-m", "labkit.server", "-m", "m.gguf", "--api-key", KEY, "--port", "1"]
+    assert settings.masked_argv(argv) == argv[:6] + ["***", "--port", "1"]
+    assert settings.masked_argv(["x", f"--api-key={KEY}"]) == ["x", "--api-key=***"]
+    assert settings.masked_argv(["x", "--port", "8080"]) == ["x", "--port", "8080"]
+
+
+def test_the_launcher_logs_the_command_without_the_key_and_runs_it_with_the_key(
+        monkeypatch, tmp_path):
+    from labkit.server import launch
+    started = []
+
+    def popen(cmd, **kwargs):          # no process: the log's first line is written by now
+        started.append(cmd)
+        raise RuntimeError("not started")
+    monkeypatch.setattr(launch, "resolve_model", lambda *a, **k: "/models/m.gguf")
+    monkeypatch.setattr(launch._spawner, "popen", popen)
+    with pytest.raises(RuntimeError, match="not started"):
+        launch.start(launch.ServerConfig(api_key=KEY, log_dir=str(tmp_path)))
+    (log,) = tmp_path.glob("*.log")
+    first = log.read_text().splitlines()[0]
+    assert KEY not in first and "--api-key ***" in first
+    assert started[0][started[0].index("--api-key") + 1] == KEY   # the server gets the key
+
+
+def test_a_bench_run_records_the_command_without_the_key():
+    from labkit.bench.harness import target_of
+    server = SimpleNamespace(base_url="http://127.0.0.1:1", pid=1, config=None, facts={},
+                             command=["labkit.server", "--api-key", KEY], log_path="s.log",
+                             model_path="m.gguf")
+    target = target_of(server)
+    assert target.command == ["labkit.server", "--api-key", "***"]
+    assert KEY not in json.dumps(target.__dict__, default=str)   # runs.json is built from it
+
+
+def test_a_bench_environment_records_the_configs_without_the_key(monkeypatch):
+    from labkit.bench.runner import environment
+    from labkit.server.launch import ServerConfig
+    from labkit.tools import doctor
+    monkeypatch.setattr(doctor, "collect", lambda **kw: {})   # no model read: the configs only
+    cfgs = [ServerConfig(api_key=KEY), ServerConfig(extra_args=("--api-key", KEY)),
+            ServerConfig()]
+    (a, b, c) = environment(cfgs)["configs"]
+    assert KEY not in json.dumps([a, b, c])                    # environment.json
+    assert (a["api_key"], b["extra_args"], c["api_key"]) == ("***", ["--api-key", "***"], None)
+    assert a["n_ctx"] == cfgs[0].n_ctx                         # the rest as it was
