@@ -1,4 +1,5 @@
-"""The small faults of round three (issue 27): the API key kept out of logs and records."""
+"""The small faults of round three (issue 27): the API key kept out of logs and records, and
+the warning for a server others can reach with no key."""
 
 from __future__ import annotations
 
@@ -60,3 +61,36 @@ def test_a_bench_environment_records_the_configs_without_the_key(monkeypatch):
     assert KEY not in json.dumps([a, b, c])                    # environment.json
     assert (a["api_key"], b["extra_args"], c["api_key"]) == ("***", ["--api-key", "***"], None)
     assert a["n_ctx"] == cfgs[0].n_ctx                         # the rest as it was
+
+
+# ------------------------------------------------------------------ reachable with no key
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "192.168.1.20", "fe80::1%eth0"])
+def test_a_server_others_can_reach_with_no_key_warns(address):
+    from labkit.server.__main__ import exposure_warning
+    line = exposure_warning(address, 8080, None)
+    assert line.startswith("security: no API key is set") and address in line
+    assert "8080" in line and "--api-key" in line and "\n" not in line
+    assert exposure_warning(address, 8080, KEY) is None
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"])
+def test_a_loopback_server_does_not_warn(address):
+    from labkit.server.__main__ import exposure_warning
+    assert exposure_warning(address, 8080, None) is None
+
+
+def test_the_warning_in_chinese(monkeypatch):
+    from labkit.server.__main__ import exposure_warning
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    line = exposure_warning("0.0.0.0", 8080, None)
+    assert line.startswith("安全：沒有設定 API 金鑰") and "--api-key" in line
+
+
+@pytest.mark.slow
+def test_serve_on_every_interface_with_no_key_logs_the_warning():
+    from labkit.server.launch import ServerConfig, launch
+    with launch(ServerConfig(n_ctx=512, n_slots=1, extra_args=("--host", "0.0.0.0"))) as srv:
+        log = srv.log_text()
+    warnings = [ln for ln in log.splitlines() if " W labkit.server: security:" in ln]
+    assert len(warnings) == 1 and "0.0.0.0" in warnings[0], log.splitlines()[:3]

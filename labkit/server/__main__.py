@@ -11,10 +11,15 @@ truncated (read from its header before anything else), a port already in use
 (bound before the server says "listening"), or a model llama.cpp cannot load
 or a context it cannot create (the model loads in the background while
 /health answers 503, then the server exits).
+
+A server that other machines can reach (``--host 0.0.0.0``, any address but
+loopback) with no ``--api-key`` logs a security warning line when it starts,
+as llama-server warns when it has no key.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import socket
@@ -22,6 +27,7 @@ import sys
 import threading
 
 from .. import settings
+from ..lang.i18n import pick
 from ..models.files import describe, resolve_model
 from .args import parse_args
 
@@ -49,6 +55,10 @@ def main(argv=None) -> int:
         log.error("couldn't bind HTTP server socket, hostname: %s, port: %d: %s",
                   args.host, args.port, exc.strerror or exc)
         return EXIT_FAILED_TO_START
+
+    warning = exposure_warning(*sock.getsockname()[:2], args.api_key)   # what was bound
+    if warning:
+        log.warning("%s", warning)
 
     import uvicorn
 
@@ -91,6 +101,23 @@ def main(argv=None) -> int:
         return EXIT_FAILED_TO_START
     log.info("server stopped")
     return status
+
+
+def exposure_warning(address: str, port: int, api_key: str | None) -> str | None:
+    """The warning line for a server that other machines can reach with no API key: bound
+    to an address that is not loopback (0.0.0.0, ::, a network interface's). llama-server
+    warns ("security: no API key is set and CORS allows all origins") whenever it has no key,
+    because its CORS lets any web page read its answers; labkit sends no CORS headers, so
+    what a key guards here is the network. None when bound to loopback or given a key."""
+    ip = ipaddress.ip_address(address.split("%")[0])   # an IPv6 address may name its zone
+    ip = getattr(ip, "ipv4_mapped", None) or ip          # ::ffff:127.0.0.1 is loopback too
+    if api_key or ip.is_loopback:
+        return None
+    return pick(f"security: no API key is set and the server listens on {address}, which other "
+                f"machines can reach: anyone who reaches port {port} can use it "
+                f"(set --api-key KEY, or --host 127.0.0.1)",
+                f"安全：沒有設定 API 金鑰，而伺服器在 {address} 上接受連線，其他機器連得到："
+                f"連得到 {port} 連接埠的人都能用它（請設定 --api-key KEY，或改用 --host 127.0.0.1）")
 
 
 def bind(host: str, port: int) -> socket.socket:
