@@ -1,5 +1,5 @@
-"""The small faults of round three (issue 27): the API key kept out of logs and records, and
-the warning for a server others can reach with no key."""
+"""The small faults of round three (issue 27): the API key kept out of logs and records, the
+warning for a server others can reach with no key, and the key compared in constant time."""
 
 from __future__ import annotations
 
@@ -94,3 +94,45 @@ def test_serve_on_every_interface_with_no_key_logs_the_warning():
         log = srv.log_text()
     warnings = [ln for ln in log.splitlines() if " W labkit.server: security:" in ln]
     assert len(warnings) == 1 and "0.0.0.0" in warnings[0], log.splitlines()[:3]
+
+
+# ------------------------------------------------------------------ the key, compared
+
+def _guarded(key: str):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from labkit.server.app import RequireApiKey
+    inner = Starlette(routes=[Route("/props", lambda request: PlainTextResponse("ok"))])
+    return TestClient(RequireApiKey(inner, api_key=key))
+
+
+@pytest.mark.parametrize("key", ["sesame", "clé-金鑰"])
+def test_the_key_lets_in_the_right_one_only(key):
+    client = _guarded(key)
+    sent = key.encode()                # as a client sends a header: its UTF-8 bytes
+    assert client.get("/props", headers={"Authorization": b"Bearer " + sent}).status_code == 200
+    assert client.get("/props", headers={"X-Api-Key": sent}).status_code == 200
+    same_length = bytes([sent[0] ^ 1]) + sent[1:]
+    for wrong in (b"nope", same_length, sent + b"x", sent[:-1], b""):
+        r = client.get("/props", headers={"Authorization": b"Bearer " + wrong})
+        assert r.status_code == 401, wrong
+        assert r.json()["error"]["type"] == "authentication_error"
+    assert client.get("/props").status_code == 401
+
+
+def test_the_key_is_compared_in_constant_time(monkeypatch):
+    import hmac
+
+    from labkit.server import app
+    seen = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        seen.append((a, b))
+        return real(a, b)
+    monkeypatch.setattr(app.hmac, "compare_digest", spy)
+    assert _guarded("sesame").get("/props", headers={"X-Api-Key": "nope"}).status_code == 401
+    assert seen == [(b"nope", b"sesame")]

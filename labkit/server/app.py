@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import threading
 
 from starlette.applications import Starlette
@@ -67,10 +68,13 @@ ROUTES = [
 
 class RequireApiKey:
     """ASGI middleware: every path but :data:`PUBLIC` needs ``Authorization: Bearer KEY`` (or
-    ``X-Api-Key: KEY``), as in llama-server, which checks the key before routing."""
+    ``X-Api-Key: KEY``), as in llama-server, which checks the key before routing. The key is
+    compared as bytes (the header's as sent, the key's in UTF-8) in constant time, so how
+    long a refusal takes says nothing about how much of a guess was right."""
 
     def __init__(self, app, api_key: str):
         self.app, self.api_key = app, api_key
+        self._key = api_key.encode("utf-8", "surrogateescape")   # as argv gave it
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["path"] not in PUBLIC:
@@ -78,7 +82,7 @@ class RequireApiKey:
                        for k, v in scope.get("headers", [])}
             auth = headers.get("authorization", "")
             key = auth[7:] if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
-            if key != self.api_key:
+            if not hmac.compare_digest(key.encode("latin-1"), self._key):
                 response = error_response(ApiError(401, "Invalid API Key", "authentication_error"))
                 await response(scope, receive, send)
                 return
