@@ -473,6 +473,13 @@ def _api_surface() -> list[Case]:
              body={"messages": SYSTEM, "max_tokens": 4, "temperature": 0,
                    "stream_options": {"include_usage": True}},
              same=("streamed.keys", "streamed.chunks")),
+        # llama-server streams each choice's end as it comes: its finish chunk, then (with
+        # include_usage) a chunk of that choice's usage, so n=3 sends three
+        Case("chat-streamed-n3-usage-per-choice", "np-auto", path=chat, kind="stream",
+             body={"messages": SYSTEM, "n": 3, "max_tokens": 3, "temperature": 0,
+                   "stream_options": {"include_usage": True}},
+             same=("streamed.usage_counts", "streamed.usage_after_finish", "streamed.done"),
+             labkit={"streamed.usage_counts": [3, 3, 3], "streamed.usage_after_finish": True}),
         Case("chat-fields-logprobs", "base", path=chat, kind="stream",
              body={"messages": SYSTEM, "max_tokens": 3, "temperature": 0, "logprobs": True,
                    "top_logprobs": 2},

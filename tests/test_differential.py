@@ -129,11 +129,14 @@ def answer(r: httpx.Response) -> dict:
 
 def streamed(srv, case: Case) -> dict:
     """The same request streamed: the text pieced together, the final chunk's fields, the
-    fields of every chunk (``keys``: one :func:`key_paths` list per chunk), and whether the
-    stream ended with ``data: [DONE]``."""
+    fields of every chunk (``keys``: one :func:`key_paths` list per chunk), each usage
+    chunk's ``completion_tokens`` (``usage_counts``) and whether every one came right after a
+    finish chunk (``usage_after_finish``), and whether the stream ended with ``data: [DONE]``."""
     import json
     body = {**case.body, "stream": True}
-    out = {"text": "", "objects": set(), "done": False, "chunks": 0, "keys": []}
+    out = {"text": "", "objects": set(), "done": False, "chunks": 0, "keys": [],
+           "usage_counts": [], "usage_after_finish": True}
+    finished_last = False
     with httpx.stream(case.method, srv.base_url + case.path, json=body, timeout=600) as r:
         for line in r.iter_lines():
             if not line.startswith("data: "):
@@ -157,6 +160,9 @@ def streamed(srv, case: Case) -> dict:
                 out["finish_reason"] = chunk["choices"][0]["finish_reason"]
             if chunk.get("usage"):
                 out["usage"] = chunk["usage"]
+                out["usage_counts"].append(chunk["usage"].get("completion_tokens"))
+                out["usage_after_finish"] &= finished_last
+            finished_last = get(chunk, "choices.0.finish_reason") not in (None, MISSING)
             if chunk.get("stop") is True:
                 out.update(stop_type=chunk.get("stop_type"),
                            tokens_predicted=chunk.get("tokens_predicted"))

@@ -1,5 +1,6 @@
 """The small faults of round three (issue 27): the API key kept out of logs and records, the
-warning for a server others can reach with no key, and the key compared in constant time."""
+warning for a server others can reach with no key, the key compared in constant time, and
+one usage chunk per choice."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from labkit import settings
+from labkit.engine import FinalEvent
+from labkit.server import shapes
 
 KEY = "sekrit-4242"
 
@@ -136,3 +139,66 @@ def test_the_key_is_compared_in_constant_time(monkeypatch):
     monkeypatch.setattr(app.hmac, "compare_digest", spy)
     assert _guarded("sesame").get("/props", headers={"X-Api-Key": "nope"}).status_code == 401
     assert seen == [(b"nope", b"sesame")]
+
+
+# ------------------------------------------------------------------ usage per choice
+
+TIMINGS = [{"cache_n": 0, "prompt_n": 5, "prompt_ms": 1.0, "predicted_n": n, "predicted_ms": n}
+           for n in (2, 3, 4)]
+
+
+def _final(n: int, t: dict, **kw) -> FinalEvent:
+    return FinalEvent("length", {"prompt_tokens": 5, "completion_tokens": n,
+                                 "total_tokens": 5 + n}, t, text="x", **kw)
+
+
+def test_a_streamed_answer_sends_a_usage_chunk_after_each_choice():
+    """llama-server streams each task's final result as it comes: its finish chunk, then
+    (with include_usage) a chunk of its own usage and timings; n=3 sends three."""
+    head = {"id": "chatcmpl-x", "created": 1, "model": "local", "system_fingerprint": "labkit"}
+    shape = shapes.ChatShape(head, include_usage=True)
+    for index in (2, 0, 1):            # in the order the choices end
+        n, t = index + 2, TIMINGS[index]
+        finish, usage = shape.final(index, _final(n, t))
+        assert finish["choices"] == [{"index": index, "delta": {}, "finish_reason": "length"}]
+        assert usage == {**head, "object": "chat.completion.chunk", "choices": [],
+                         "usage": {"prompt_tokens": 5, "completion_tokens": n,
+                                   "total_tokens": 5 + n,
+                                   "prompt_tokens_details": {"cached_tokens": 0}},
+                         "timings": t}
+        assert list(usage["usage"]) == ["completion_tokens", "prompt_tokens", "total_tokens",
+                                        "prompt_tokens_details"]   # llama-server's key order
+
+
+@pytest.fixture(scope="module")
+def tiny(model_path):
+    """The HTTP app on the embedded model, in process: one unified pool of 512 cells that
+    any of its three slots may fill (``n`` may be at most the slots)."""
+    from starlette.testclient import TestClient
+
+    from labkit.engine import EngineConfig
+    from labkit.server.app import create_app
+    from labkit.server.state import ServerState
+    state = ServerState(EngineConfig(model_path, n_ctx=512, n_slots=3, kv_unified=True),
+                        alias="local")
+    with TestClient(create_app(state, load_in_background=False)) as client:
+        yield client, state.engine
+
+
+@pytest.mark.slow
+def test_a_streamed_n3_answer_sends_three_usage_chunks(tiny):
+    client, _ = tiny
+    body = {"messages": [{"role": "user", "content": "Say hi."}], "n": 3, "max_tokens": 3,
+            "temperature": 0, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}}
+    text = client.post("/v1/chat/completions", json=body).text
+    events = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    usage = [i for i, c in enumerate(chunks) if "usage" in c]
+    assert len(usage) == 3
+    for i in usage:      # each right after its choice's finish chunk, with that choice's count
+        assert chunks[i]["choices"] == [] and "timings" in chunks[i]
+        assert chunks[i - 1]["choices"][0]["finish_reason"] == "length"
+        assert chunks[i]["usage"]["completion_tokens"] == 3
+    assert sorted(chunks[i - 1]["choices"][0]["index"] for i in usage) == [0, 1, 2]

@@ -101,9 +101,9 @@ def stream(request: Request, handles, q, shape: StreamShape) -> StreamingRespons
     """An SSE response: for each answer (index), ``shape.opening(index)`` with the event of
     its first token (none when that token ends inside a character, as in llama-server),
     ``shape.piece(index, event)`` per token (None: nothing to send), ``shape.final(index,
-    final)`` at its end; ``shape.end(finals)`` once all have ended, then ``data: [DONE]``
-    where ``shape.done_marker`` says so (the OpenAI-style routes; llama-server's native
-    /completion ends with its final chunk). An error ends the stream with its error chunk,
+    final)`` at its end; once all have ended, ``data: [DONE]`` where ``shape.done_marker``
+    says so (the OpenAI-style routes; llama-server's native /completion ends with its final
+    chunk). An error ends the stream with its error chunk,
     as in llama-server."""
     async def events():
         finished = False
@@ -131,8 +131,6 @@ def stream(request: Request, handles, q, shape: StreamShape) -> StreamingRespons
                 chunk = shape.piece(index, ev)
                 if chunk is not None:
                     yield sse(chunk)
-            for chunk in shape.end(finals):
-                yield sse(chunk)
             if shape.done_marker:
                 yield DONE
         except Exception as exc:   # the status is sent already: end with an error chunk

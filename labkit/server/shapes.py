@@ -9,9 +9,10 @@ A generation route answers in one of three shapes: :class:`ChatShape`
 (/v1/chat/completions), :class:`CompletionShape` (llama-server's native /completion) and
 :class:`OaiCompletionShape` (/v1/completions). Each builds the whole answer
 (``answer``) and, for a streamed one, the chunks: ``opening(index)`` before an answer's first
-token, ``piece(index, event)`` per token, ``final(index, final)`` at its end and
-``end(finals)`` once all answers have ended; ``done_marker`` says whether ``data: [DONE]``
-closes the stream. ``index`` numbers the answers: choice k of prompt p is ``p * n + k``.
+token, ``piece(index, event)`` per token and ``final(index, final)`` at its end (each
+answer ends on its own, as each of llama-server's tasks does); ``done_marker`` says whether
+``data: [DONE]`` closes the stream. ``index`` numbers the answers: choice k of prompt p is
+``p * n + k``.
 """
 
 from __future__ import annotations
@@ -50,9 +51,13 @@ def sse(obj) -> bytes:
 
 
 def usage(ev: FinalEvent) -> dict:
-    """An answer's OpenAI ``usage``, with llama-server's count of the prompt tokens its slot
-    already held (``prompt_tokens_details.cached_tokens``, the timings' ``cache_n``)."""
-    return {**ev.usage, "prompt_tokens_details": {"cached_tokens": ev.timings.get("cache_n", 0)}}
+    """An answer's OpenAI ``usage`` in llama-server's key order, with its count of the prompt
+    tokens its slot already held (``prompt_tokens_details.cached_tokens``, the timings'
+    ``cache_n``)."""
+    u = ev.usage
+    return {"completion_tokens": u["completion_tokens"], "prompt_tokens": u["prompt_tokens"],
+            "total_tokens": u["total_tokens"],
+            "prompt_tokens_details": {"cached_tokens": ev.timings.get("cache_n", 0)}}
 
 
 def whole_text(ev: FinalEvent) -> str:
@@ -146,9 +151,6 @@ class StreamShape:
     def final(self, index: int, ev: FinalEvent) -> list[dict]:
         raise NotImplementedError
 
-    def end(self, finals: list[FinalEvent]) -> list[dict]:
-        return []
-
 
 def head(cid: str, created: int, alias: str) -> dict:
     """The fields every chat answer and chunk starts with."""
@@ -158,8 +160,10 @@ def head(cid: str, created: int, alias: str) -> dict:
 class ChatShape(StreamShape):
     """/v1/chat/completions. ``json_content``: under ``response_format`` the answer is the
     JSON alone, out of the Markdown fence the model may write around it. ``include_usage``
-    (``stream_options``) adds a last chunk with the usage and the timings. ``prefilled`` is
-    the text of a closing assistant message, which the whole answer starts with."""
+    (``stream_options``) follows each answer's finish chunk with a chunk of that answer's
+    usage and timings: one per choice, as llama-server sends them (each of its tasks ends
+    with its own pair). ``prefilled`` is the text of a closing assistant message, which the
+    whole answer starts with."""
 
     def __init__(self, head: dict, include_usage: bool = False, json_content: bool = False,
                  prefilled: str = ""):
@@ -193,13 +197,9 @@ class ChatShape(StreamShape):
                                      "finish_reason": None}]))
         # the timings go with the usage chunk when there is one, as in llama-server
         chunk = self._chunk([{"index": index, "delta": {}, "finish_reason": ev.finish_reason}])
-        out.append(chunk if self.include_usage else {**chunk, "timings": ev.timings})
-        return out
-
-    def end(self, finals):
         if not self.include_usage:
-            return []
-        return [self._chunk([], usage=usage(finals[0]), timings=finals[0].timings)]
+            return out + [{**chunk, "timings": ev.timings}]
+        return out + [chunk, self._chunk([], usage=usage(ev), timings=ev.timings)]
 
     def answer(self, finals: list[FinalEvent]) -> dict:
         """The whole answer: it starts with the prefilled assistant text, and drops a
