@@ -587,6 +587,12 @@ def _faults() -> list[Case]:
              body={"prompt": "Once upon a time", "n_predict": 64, "ignore_eos": True,
                    "temperature": 0},
              same=("n_failed", "error_types")),
+        # an answer that fills its slot (no n_predict: until no room is left) is truncated
+        Case("completion-fills-a-tiny-unified-pool", "kv-full",
+             body={"prompt": "Once upon a time", "ignore_eos": True, "temperature": 0},
+             same=("http", "truncated", "stop_type", "tokens_predicted", "tokens_evaluated",
+                   "tokens_cached"),
+             labkit={"truncated": True, "stop_type": "limit"}),
         Case("non-streaming-client-leaves", "one-slot", kind="disconnect",
              body={"prompt": "Write a long story.", "n_predict": 8000, "ignore_eos": True,
                    "temperature": 0},

@@ -1,6 +1,6 @@
 """The small faults of round three (issue 27): the API key kept out of logs and records, the
-warning for a server others can reach with no key, the key compared in constant time, and
-one usage chunk per choice."""
+warning for a server others can reach with no key, the key compared in constant time, one
+usage chunk per choice, and ``truncated`` as llama-server sets it."""
 
 from __future__ import annotations
 
@@ -202,3 +202,24 @@ def test_a_streamed_n3_answer_sends_three_usage_chunks(tiny):
         assert chunks[i - 1]["choices"][0]["finish_reason"] == "length"
         assert chunks[i]["usage"]["completion_tokens"] == 3
     assert sorted(chunks[i - 1]["choices"][0]["index"] for i in usage) == [0, 1, 2]
+
+
+# ------------------------------------------------------------------ truncated
+
+def test_completion_says_truncated_when_the_slot_filled():
+    shape = shapes.CompletionShape("local", ["p"], [5], [{}])
+    assert shape.answer([_final(2, TIMINGS[0], truncated=True)])["truncated"] is True
+    assert shape.answer([_final(2, TIMINGS[0])])["truncated"] is False
+
+
+@pytest.mark.slow
+def test_an_answer_that_fills_its_slot_is_truncated(tiny):
+    client, engine = tiny
+    prompt = engine.tokenize("The quick brown fox jumps over the lazy dog. " * 60)[:490]
+    d = client.post("/completion", json={"prompt": prompt, "ignore_eos": True,
+                                         "temperature": 0}).json()
+    assert (d["stop_type"], d["truncated"]) == ("limit", True)
+    assert d["tokens_evaluated"] + d["tokens_predicted"] == 512
+    short = client.post("/completion", json={"prompt": "Hi", "n_predict": 3,
+                                             "temperature": 0}).json()
+    assert (short["stop_type"], short["truncated"]) == ("limit", False)

@@ -553,12 +553,15 @@ class Engine:
             timings = s.timings(now).as_dict() if hit else None
             self._emit(s.handle, TokenEvent(text, tok, entry, s.n_decoded, timings, s.id))
         params = s.request.params
+        # llama-server: no room for the next token; the answer is truncated, whatever else
+        # ended it on this token
+        full = len(s.tokens) + 1 >= s.n_ctx
         if eog or hit:
-            self._finish(s, "stop", now)
+            self._finish(s, "stop", now, truncated=full)
         elif params.max_tokens is not None and s.n_decoded >= params.max_tokens:
-            self._finish(s, "length", now)
-        elif len(s.tokens) + 1 >= s.n_ctx:  # llama-server: no room for the next token
-            self._finish(s, "length", now)
+            self._finish(s, "length", now, truncated=full)
+        elif full:
+            self._finish(s, "length", now, truncated=True)
 
     def _probs_entry(self, tok: int, text: str, logprob: float,
                      top: list[tuple[int, float]]) -> dict:
@@ -575,9 +578,11 @@ class Engine:
         return {"id": tok, "token": text, "bytes": list(text.encode()), "logprob": logprob,
                 "top_logprobs": top_entries}
 
-    def _finish(self, s: Slot, reason: str, now: float, error: str | None = None) -> None:
+    def _finish(self, s: Slot, reason: str, now: float, error: str | None = None,
+                truncated: bool = False) -> None:
         """Send the held-back text and the FinalEvent; free the slot (its cache kept if asked).
-        The bytes of a character cut off at the end are not sent, as in llama-server."""
+        The bytes of a character cut off at the end are not sent, as in llama-server.
+        ``truncated``: the slot had no room for another token."""
         tail, partial = s.flush_text()
         if tail:
             self._emit(s.handle, TokenEvent(tail, -1, None, s.n_decoded, id_slot=s.id))
@@ -596,7 +601,7 @@ class Engine:
             probs = probs[:max(0, len(probs) - n_stop)]
         handle = s.handle
         final = FinalEvent(reason, usage(len(req.prompt), s.n_decoded), timings.as_dict(),
-                           error, s.completion(), partial, s.stop_word, probs, s.id)
+                           error, s.completion(), partial, s.stop_word, probs, s.id, truncated)
         s.free(now)
         self._emit(handle, final)
 

@@ -114,7 +114,8 @@ class FinalEvent:
     of a character the generation ended in the middle of (max_tokens can cut one),
     which no event carried. ``stop_word`` is the stop string that ended the text
     ('' if none did). ``probs`` lists the TokenEvents' ``probs`` entries, less as many as
-    the stop string has tokens (llama-server's whole answer leaves those out)."""
+    the stop string has tokens (llama-server's whole answer leaves those out). ``truncated``
+    is llama-server's flag: the slot filled (no room for another token) by the last one."""
 
     finish_reason: str
     usage: dict
@@ -125,6 +126,7 @@ class FinalEvent:
     stop_word: str = ""
     probs: list[dict] = field(default_factory=list)
     id_slot: int = -1               # the slot that served the request; -1 if none did
+    truncated: bool = False         # the slot was full when the answer ended
 
 
 Event = TokenEvent | FinalEvent

@@ -264,7 +264,7 @@ class CompletionShape(StreamShape):
              "generation_settings": self.settings[index % len(self.settings)],
              "prompt": self.prompts[index],
              "has_new_line": "\n" in ev.text,
-             "stop_type": stop_type(ev), "stopping_word": ev.stop_word, "truncated": False,
+             "stop_type": stop_type(ev), "stopping_word": ev.stop_word, "truncated": ev.truncated,
              # the slot's KV holds the prompt and every token but the last sampled one
              "tokens_cached": max(0, prompt_tokens + completion_tokens - 1),
              "timings": ev.timings}
