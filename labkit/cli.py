@@ -56,31 +56,10 @@ COMMANDS_ZH = {
 }
 
 
-def unreadable_setting() -> str | None:
-    """The one line to print when ``LABKIT_LANG`` or ``LABKIT_QUICK`` holds a value labkit
-    cannot read (naming the variable and the values it accepts), else None. They are read
-    here, before any command starts, so that no command fails on them halfway."""
-    from .lang.choice import lang
-    from .machine.runenv import ENV_QUICK, FALSE_WORDS, TRUE_WORDS, quick
-    try:
-        lang()
-    except ValueError as exc:        # the language is unknown: say it in English
-        return f"labkit: {exc}"
-    try:
-        quick()
-    except ValueError as exc:
-        import os
-        from .lang.i18n import pick
-        value = os.environ.get(ENV_QUICK)
-        return pick(f"labkit: {exc}",
-                    f"labkit：{ENV_QUICK}={value!r} 不是開關的值：開是 {'、'.join(TRUE_WORDS)}；"
-                    f"關是 {'、'.join(w for w in FALSE_WORDS if w)} 或空白（大小寫都可以）")
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    problem = unreadable_setting()
+    from .machine.unreadable import unreadable_setting
+    problem = unreadable_setting()   # read before any command starts: none fails on it halfway
     if problem:
         print(problem, file=sys.stderr)
         return 2

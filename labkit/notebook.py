@@ -195,7 +195,11 @@ def banner_text(report: dict | None = None) -> str:
 
 
 def banner() -> None:
-    """Print the banner (the first cell of every notebook)."""
+    """Print the banner (the first cell of every notebook). An unreadable ``LABKIT_LANG`` or
+    ``LABKIT_QUICK`` is one line first, naming it and the values it accepts, and the kernel
+    goes on with its default rather than raising."""
+    from .machine.unreadable import fall_back_to_defaults
+    fall_back_to_defaults()
     print(banner_text())
 
 

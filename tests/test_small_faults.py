@@ -1,10 +1,13 @@
 """The small faults of round three (issue 27): the API key kept out of logs and records, the
 warning for a server others can reach with no key, the key compared in constant time, one
-usage chunk per choice, and ``truncated`` as llama-server sets it."""
+usage chunk per choice, ``truncated`` as llama-server sets it, and an unreadable
+``LABKIT_LANG`` or ``LABKIT_QUICK`` in a notebook's kernel."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -223,3 +226,56 @@ def test_an_answer_that_fills_its_slot_is_truncated(tiny):
     short = client.post("/completion", json={"prompt": "Hi", "n_predict": 3,
                                              "temperature": 0}).json()
     assert (short["stop_type"], short["truncated"]) == ("limit", False)
+
+
+# ------------------------------------------------------------------ unreadable settings in a kernel
+
+def _banner_in(monkeypatch):
+    from labkit import notebook as nb
+    from labkit.lang.i18n import pick
+    monkeypatch.setattr(nb, "banner_text", lambda: pick("the banner", "橫幅"))
+    out, err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    nb.banner()
+    return out.getvalue(), err.getvalue()
+
+
+def test_the_banner_names_an_unknown_language_and_goes_on_in_english(monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "fr")
+    out, err = _banner_in(monkeypatch)
+    assert out == "the banner\n"
+    (line,) = err.splitlines()
+    assert "LABKIT_LANG='fr'" in line and "en or zh-TW" in line and "going on in en" in line
+    assert "LABKIT_LANG" not in os.environ       # the default, for later cells and servers
+
+
+def test_the_banner_names_a_bad_quick_value_in_chinese_and_goes_on_not_quick(monkeypatch):
+    from labkit.machine.runenv import quick
+    monkeypatch.setenv("LABKIT_LANG", "zh-TW")
+    monkeypatch.setenv("LABKIT_QUICK", "maybe")
+    out, err = _banner_in(monkeypatch)
+    assert out == "橫幅\n"
+    (line,) = err.splitlines()
+    assert "LABKIT_QUICK='maybe' 不是開關的值" in line and "快速模式關閉" in line
+    assert "is not" not in line and quick() is False
+
+
+def test_check_names_both_bad_settings_and_still_gives_its_verdict(monkeypatch, capsys):
+    from labkit.exercises import check
+    monkeypatch.setenv("LABKIT_LANG", "klingon")
+    monkeypatch.setenv("LABKIT_QUICK", "perhaps")
+    check("3.1", ...)
+    captured = capsys.readouterr()
+    lang_line, quick_line = captured.err.splitlines()
+    assert "LABKIT_LANG='klingon'" in lang_line and "LABKIT_QUICK='perhaps'" in quick_line
+    assert "going on with quick mode off" in quick_line   # the language is English by then
+    assert "3.1" in captured.out and "Traceback" not in captured.err
+
+
+def test_check_says_nothing_more_when_the_settings_read(monkeypatch, capsys):
+    from labkit.exercises import check
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    monkeypatch.setenv("LABKIT_QUICK", "1")
+    check("3.1", ...)
+    assert capsys.readouterr().err == ""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..lang.i18n import Both, pick, t, text
+from ..machine.unreadable import fall_back_to_defaults
 
 CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 
@@ -161,7 +162,10 @@ def evaluate(id: str, answer) -> CheckResult:
 
 
 def check(id: str, answer) -> None:
-    """Print the verdict on ``answer`` (never raises for a wrong or missing answer)."""
+    """Print the verdict on ``answer`` (never raises for a wrong or missing answer, nor for
+    an unreadable ``LABKIT_LANG`` or ``LABKIT_QUICK``: one line says so, and the check goes on
+    with the default)."""
+    fall_back_to_defaults()
     result = evaluate(id, answer)
     _last[id] = result
     print(result)
