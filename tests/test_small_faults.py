@@ -273,6 +273,16 @@ def test_check_names_both_bad_settings_and_still_gives_its_verdict(monkeypatch, 
     assert "3.1" in captured.out and "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("variable,value", [("LABKIT_LANG", "fr"), ("LABKIT_QUICK", "maybe")])
+def test_the_server_run_directly_stops_on_an_unreadable_setting(monkeypatch, capsys, variable,
+                                                                 value):
+    from labkit.server.__main__ import main
+    monkeypatch.setenv(variable, value)
+    assert main(["--host", "0.0.0.0"]) == 2      # before its warning, or anything, could raise
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{variable}={value!r}" in line
+
+
 def test_check_says_nothing_more_when_the_settings_read(monkeypatch, capsys):
     from labkit.exercises import check
     monkeypatch.setenv("LABKIT_LANG", "en")

@@ -14,7 +14,9 @@ or a context it cannot create (the model loads in the background while
 
 A server that other machines can reach (``--host 0.0.0.0``, any address but
 loopback) with no ``--api-key`` logs a security warning line when it starts,
-as llama-server warns when it has no key.
+as llama-server warns when it has no key. An unreadable ``LABKIT_LANG`` or
+``LABKIT_QUICK`` stops it before anything starts, with the one line the
+``labkit`` command prints (exit status 2).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import threading
 
 from .. import settings
 from ..lang.i18n import pick
+from ..machine.unreadable import unreadable_setting
 from ..models.files import describe, resolve_model
 from .args import parse_args
 
@@ -35,9 +38,15 @@ log = logging.getLogger("labkit.server")
 
 # llama-server's exit status when it cannot start (a model it cannot load, a port it cannot bind).
 EXIT_FAILED_TO_START = 1
+# the labkit command's, for an unreadable LABKIT_LANG or LABKIT_QUICK
+EXIT_UNREADABLE_SETTING = 2
 
 
 def main(argv=None) -> int:
+    problem = unreadable_setting()   # as the labkit command: before anything starts
+    if problem:
+        print(problem, file=sys.stderr)
+        return EXIT_UNREADABLE_SETTING
     args = parse_args(argv)
     handler = logging.FileHandler(args.log_file) if args.log_file else \
         logging.StreamHandler(sys.stderr)
