@@ -1,14 +1,23 @@
 """Merge worksheets exported by many learners into one comparison (the classroom notebook).
 
-Each learner exports a worksheet with ``labkit bench`` or notebook 05 (``result.save(folder)``):
-a folder holding ``worksheet.csv`` and ``environment.json``. An instructor collects the
-folders (or just the CSV files) and::
+Each learner exports a results folder with ``labkit bench`` or notebook 05
+(``result.save(folder)``): ``worksheet.csv`` and ``environment.json`` among other files. An
+instructor collects the folders and::
 
     from labkit.lessons import classroom
     merged = classroom.merge(["alice/", "bob/", "carol/worksheet.csv"])
+    classroom.refused(merged)          # the submissions left out, and why
     classroom.recipes(merged)          # same model? same server? which machine?
     classroom.comparison(merged)       # learner x configuration, output tok/s
     classroom.plot(merged)
+
+Every submission is checked before it is merged, against what ``labkit bench`` writes
+(:mod:`labkit.lessons.submission_check`: its own files, no symbolic links; worksheet.csv and
+environment.json both there, UTF-8, no larger than a bench run writes; bench's columns, every
+line whole, every cell what bench writes there, no configuration twice). A submission that
+fails is left out of the merge with its folder and the reason, in the language in use
+(:class:`Refused`, :func:`refused`): it is never merged as numbers. A worksheet identical to
+one already merged (a copy, a link) is left out as the same run.
 
 A submission may carry an ``about.json`` with a ``label`` and a ``note`` (the bundled samples say
 there that they are samples, and how they were made); the note travels with every row.
@@ -16,72 +25,98 @@ there that they are samples, and how they were made); the note travels with ever
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from ..lang.i18n import pick
+from .submission_check import (MAX_ENTRIES, MAX_FILE_BYTES, MAX_LINES, WORKSHEET, Refused,
+                               SubmissionRefused, bench_columns, check, config_label)
 
-REQUIRED = ("kv_mode", "slots", "workload", "output_tok_s", "ttft_p50_s", "completion_p50_s",
-            "errors", "verdict")
-CONFIG = ("workload", "kv_mode", "slots")
+__all__ = ["MAX_ENTRIES", "MAX_FILE_BYTES", "MAX_LINES", "Refused", "SubmissionRefused",
+           "bench_columns", "best_passing", "check", "comparison", "config_label",
+           "gates", "merge", "plot", "read_submission", "recipes", "refused", "samples_dir",
+           "submissions"]
+
+
+def refused(merged: pd.DataFrame) -> pd.DataFrame:
+    """The submissions :func:`merge` left out, one row each: ``submission`` (the folder or file
+    as given) and ``reason`` (in the language in use); no rows when every one was merged."""
+    rows = [{"submission": r.submission, "reason": r.reason}
+            for r in merged.attrs.get("refused", [])]
+    return pd.DataFrame(rows, columns=["submission", "reason"])
 
 
 def _machine(env: dict) -> str:
-    if not env:
-        return "unknown machine (no environment.json)"
+    if "cpu_count" not in env and "gpus" not in env:
+        return "unknown machine (not in environment.json)"
     gpus = env.get("gpus") or []
     gpu = ", ".join(str(g.get("name", g)) if isinstance(g, dict) else str(g) for g in gpus) or "no GPU"
     return f"{env.get('cpu_count', '?')} CPUs, {gpu}"
 
 
-def read_submission(path, label: str | None = None) -> pd.DataFrame:
-    """One learner's worksheet with who/where columns prepended: ``learner``, ``machine``,
-    ``llama_cpp``, ``note``. ``path``: a folder with ``worksheet.csv`` (and optionally
-    ``environment.json``, ``about.json``) or a worksheet CSV file."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    csv = path / "worksheet.csv" if path.is_dir() else path
-    if not csv.exists():
-        raise FileNotFoundError(pick(f"{path}: no worksheet.csv (export one with labkit bench or "
-                                     "result.save(folder) in notebook 05)",
-                                     f"{path}：沒有 worksheet.csv（用 labkit bench 或筆記本 05 的 "
-                                     "result.save(folder) 匯出一份）"))
-    ws = pd.read_csv(csv)
-    missing = [c for c in REQUIRED if c not in ws.columns]
-    if missing:
-        raise ValueError(pick(f"{csv}: not a labkit worksheet, missing column(s) {missing}",
-                              f"{csv}：不是 labkit 的工作表，缺少欄位 {missing}"))
-    env_path, about_path = folder / "environment.json", folder / "about.json"
-    env = json.loads(env_path.read_text()) if env_path.exists() else {}
-    about = json.loads(about_path.read_text()) if about_path.exists() else {}
-    name = label or about.get("label") or (folder.name if path.is_dir() else csv.stem)
+def _read(path, label: str | None) -> tuple[pd.DataFrame, str]:
+    """One submission checked (:func:`check`): its worksheet with who/where columns, and the
+    worksheet's sha256 (two submissions with one worksheet are one run)."""
+    c = check(path)
+    ws, env, about = c.worksheet.copy(), c.environment, c.about
+    name = (label or about.get("label")
+            or (c.folder.name if Path(path).is_dir() or c.csv.name == WORKSHEET else c.csv.stem))
     lc = env.get("llama_cpp") or {}
     commit = (lc.get("llama_cpp_source") or {}).get("commit")
     ws.insert(0, "learner", name)
-    ws.insert(1, "machine", _machine(env))
-    ws.insert(2, "llama_cpp", f"{lc.get('version', '?')} ({commit})" if commit else lc.get("version", "?"))
-    ws.insert(3, "note", about.get("note", ""))
-    return ws
+    ws.insert(2, "machine", _machine(env))
+    ws.insert(3, "llama_cpp", f"{lc.get('version', '?')} ({commit})" if commit
+              else lc.get("version", "?"))
+    ws.insert(4, "note", about.get("note", ""))
+    return ws, c.sha256
+
+
+def read_submission(path, label: str | None = None) -> pd.DataFrame:
+    """One learner's worksheet, checked (see the module's docstring), with who/where columns
+    prepended: ``learner``, ``config`` (:func:`config_label`), ``machine``, ``llama_cpp``,
+    ``note``. ``path``: a results folder as ``labkit bench`` writes it (``worksheet.csv``,
+    ``environment.json``, optionally ``about.json``) or the worksheet CSV file in one. A
+    submission that fails a check raises :class:`SubmissionRefused`, naming it and why."""
+    return _read(path, label)[0]
 
 
 def merge(paths, labels=None) -> pd.DataFrame:
-    """Every submission's worksheet, one row per learner and configuration, with a
-    ``config`` column (``workload kv_mode npN``). Learner names must be distinct."""
+    """Every submission that passes its checks, one row per learner and configuration, with a
+    ``config`` column (:func:`config_label`). A submission that fails is left out, and so is
+    one whose worksheet is identical to one already merged (a copy or a link of it): they
+    are listed in ``merged.attrs["refused"]`` (:class:`Refused` records), which
+    :func:`refused` shows with the reasons. Learner names must be distinct."""
     paths = list(paths)
     if not paths:
         raise ValueError(pick("no submissions given", "沒有給任何繳交的結果"))
     labels = list(labels) if labels is not None else [None] * len(paths)
-    frames = [read_submission(p, lab) for p, lab in zip(paths, labels)]
-    merged = pd.concat(frames, ignore_index=True)
+    if len(labels) != len(paths):
+        raise ValueError(pick(f"{len(labels)} labels for {len(paths)} submissions",
+                              f"{len(paths)} 份繳交卻給了 {len(labels)} 個 labels"))
+    frames, left_out, merged_as = [], [], {}
+    for p, lab in zip(paths, labels):
+        try:
+            frame, digest = _read(p, lab)
+        except SubmissionRefused as exc:
+            left_out.append(exc.refused)
+            continue
+        if digest in merged_as:
+            left_out.append(Refused(str(p), "same_worksheet", {"other": merged_as[digest]}))
+            continue
+        merged_as[digest] = str(p)
+        frames.append(frame)
+    if not frames:
+        listed = "\n".join(f"  {r}" for r in left_out)
+        raise ValueError(pick(f"no submission can be merged:\n{listed}",
+                              f"沒有任何一份繳交可以合併：\n{listed}"))
     names = [f["learner"].iloc[0] for f in frames]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(pick(f"two submissions share the name(s) {dup}; pass labels=",
                               f"有兩份結果同名 {dup}；請傳入 labels="))
-    merged.insert(1, "config", merged["workload"].astype(str) + " " + merged["kv_mode"].astype(str)
-                  + " np" + merged["slots"].astype(int).astype(str))
+    merged = pd.concat(frames, ignore_index=True)
+    merged.attrs["refused"] = left_out
     return merged
 
 
@@ -169,5 +204,7 @@ def samples_dir() -> Path:
 
 
 def submissions(folder) -> list[Path]:
-    """The sub-folders of ``folder`` that hold a ``worksheet.csv``, sorted by name."""
-    return sorted(p for p in Path(folder).iterdir() if (p / "worksheet.csv").exists())
+    """The sub-folders of ``folder`` (hidden ones aside), sorted by name: each is a submission,
+    and :func:`merge` refuses one without a worksheet.csv rather than leave it out unsaid."""
+    return sorted(p for p in Path(folder).iterdir()
+                  if not p.name.startswith(".") and (p.is_dir() or p.is_symlink()))
