@@ -1,6 +1,6 @@
 """labkit.lessons.classroom merges learners' worksheets; each submission is checked first
 (labkit.lessons.submission_check) and a bad one is left out with its folder and the reason;
-the bundled samples
+the recipe check names the odd one out only where there is a majority; the bundled samples
 are labelled as samples; the classroom notebook keeps the workbook's shape."""
 
 import json
@@ -286,6 +286,37 @@ def test_a_submission_bench_writes_today_is_accepted(tmp_path):
 
 # ---------------------------------------------------------------------------- recipes
 
+def _recipes(tmp_path, shas: dict[str, str]):
+    folders = [_write(tmp_path / who, [{"kv_mode": "split", "slots": 1, "verdict": "pass",
+                                       "model_sha256": sha, "output_tok_s": 10.0 + i}])
+               for i, (who, sha) in enumerate(shas.items())]
+    return classroom.recipes(classroom.merge(folders))
+
+
+def test_two_learners_who_differ_have_no_odd_one_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    r = _recipes(tmp_path, {"alice": "cd" * 32, "bob": "ab" * 32})
+    assert r["same_model"].tolist() == [False, False]          # neither is singled out
+    said = classroom.agreement(r)
+    assert "none is the odd one out" in said and "alice: cdcd" in said and "bob: abab" in said
+    assert "another model file" not in said
+
+
+def test_with_three_learners_the_majority_is_the_reference(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    r = _recipes(tmp_path, {"alice": "cd" * 32, "bob": "ab" * 32, "carol": "cd" * 32})
+    assert r["same_model"].to_dict() == {"alice": True, "bob": False, "carol": True}
+    said = classroom.agreement(r)
+    assert said.startswith("bob: another model file than the other 2 submissions (cdcdcdcdcdcd…)")
+    assert "every submission used the same server: labkit 0.1.0" in said
+
+
+def test_a_tie_has_no_majority(tmp_path):
+    r = _recipes(tmp_path, {"a": "ab" * 32, "b": "ab" * 32, "c": "cd" * 32, "d": "cd" * 32})
+    assert not r["same_model"].any()
+    assert "none is the odd one out" in classroom.agreement(r)
+
+
 def test_recipes_flag_a_different_model(three):
     r = classroom.recipes(classroom.merge(three))
     assert r["same_model"].to_dict() == {"alice": True, "bob (GPU)": True, "carol": False}
@@ -353,4 +384,4 @@ def test_classroom_notebook_shape():
     assert "## Summary" in md and "kitchen" in md and "llama.cpp" in md
     src = "\n".join(c.source for c in code)
     assert "os.environ" not in src and "LABKIT_QUICK" not in src
-    assert "classroom.refused(merged)" in src
+    assert "classroom.refused(merged)" in src and "classroom.agreement(" in src

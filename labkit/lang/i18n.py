@@ -473,7 +473,7 @@ HEADINGS: dict[str, str] = {
     # the classroom's tables (labkit.lessons.classroom)
     "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
     "GPU (GiB)": "GPU 記憶體 (GiB)", "llama_cpp": "llama.cpp 版本", "same_model": "同一個模型",
-    "configs": "配置數", "all_pass": "全部通過", "submission": "繳交",
+    "configs": "配置數", "all_pass": "全部通過", "same_server": "同一個伺服器", "submission": "繳交",
     # the roofline's prediction (labkit.costs.roofline.predict)
     "decode_tok_s_per_stream": "解碼 tok/s（每條串流）", "decode_tok_s": "解碼 tok/s（合計）",
     "decode_tok_s_no_overlap": "解碼 tok/s（不重疊）", "decode_bound": "解碼受限於",

@@ -8,6 +8,7 @@ instructor collects the folders and::
     merged = classroom.merge(["alice/", "bob/", "carol/worksheet.csv"])
     classroom.refused(merged)          # the submissions left out, and why
     classroom.recipes(merged)          # same model? same server? which machine?
+    print(classroom.agreement(classroom.recipes(merged)))
     classroom.comparison(merged)       # learner x configuration, output tok/s
     classroom.plot(merged)
 
@@ -34,7 +35,7 @@ from .submission_check import (MAX_ENTRIES, MAX_FILE_BYTES, MAX_LINES, WORKSHEET
                                SubmissionRefused, bench_columns, check, config_label)
 
 __all__ = ["MAX_ENTRIES", "MAX_FILE_BYTES", "MAX_LINES", "Refused", "SubmissionRefused",
-           "bench_columns", "best_passing", "check", "comparison", "config_label",
+           "agreement", "bench_columns", "best_passing", "check", "comparison", "config_label",
            "gates", "merge", "plot", "read_submission", "recipes", "refused", "samples_dir",
            "submissions"]
 
@@ -120,24 +121,66 @@ def merge(paths, labels=None) -> pd.DataFrame:
     return merged
 
 
+# ---------------------------------------------------------------------------- recipes
+
+def _majority(values: pd.Series):
+    """The value more than half of ``values`` hold, or None when none does: two learners who
+    differ, or a tie, have no majority, and then none of them is the odd one out."""
+    counts = values.value_counts()
+    return counts.index[0] if len(counts) and counts.iloc[0] * 2 > len(values) else None
+
+
 def recipes(merged: pd.DataFrame) -> pd.DataFrame:
     """Per learner: the model (sha256 prefix), server, llama.cpp, machine, note, and whether the
-    model is the one most submissions used (``same_model``): numbers from different models or
-    servers are not one comparison."""
+    model and the server are the ones more than half the submissions used (``same_model``,
+    ``same_server``): numbers from different models or servers are not one comparison. When
+    no model (or server) is used by more than half (two learners who differ, a tie), no
+    learner has the same one: none is singled out (:func:`agreement` says so)."""
     cols = ["learner", "machine", "llama_cpp", "note"]
     g = merged.groupby("learner", sort=False)
     out = g[cols[1:]].first()
-    out["server"] = g["server"].first() if "server" in merged else "?"
+    out["server"] = g["server"].first().astype(str) if "server" in merged else "?"
     if "model_sha256" in merged:
         sha = g["model_sha256"].first().astype(str)
         out["model_sha256"] = sha.str[:12]
-        common = sha.mode().iloc[0]
-        out["same_model"] = sha == common
+        common = _majority(sha)
+        out["same_model"] = (sha == common) if common is not None else False
     else:
         out["model_sha256"], out["same_model"] = "?", False
+    common = _majority(out["server"])
+    out["same_server"] = (out["server"] == common) if common is not None else False
     out["configs"] = g.size()
     out["all_pass"] = g["verdict"].apply(lambda v: bool((v == "pass").all()))
     return out
+
+
+def _agreement_on(recipe: pd.DataFrame, column: str, same: str, en: str, zh: str) -> str:
+    """One sentence on ``column`` (model_sha256 or server) across the submissions."""
+    values = recipe[column].astype(str) + ("…" if column == "model_sha256" else "")
+    if values.nunique() == 1:
+        v = values.iloc[0]
+        return pick(f"every submission used the same {en}: {v}", f"每份繳交都用同一個{zh}：{v}")
+    odd = recipe.index[~recipe[same]]
+    if recipe[same].any():
+        common, others = values[recipe[same]].iloc[0], ", ".join(map(str, odd))
+        n = int(recipe[same].sum())
+        return pick(f"{others}: another {en} than the other {n} submissions ({common}); "
+                    "compare with care",
+                    f"{others}：{zh}和其他 {n} 份繳交（{common}）不同；比較時要小心")
+    each = "; ".join(f"{who}: {v}" for who, v in values.items())
+    return pick(f"no {en} is shared by more than half of the submissions, so none is the odd "
+                f"one out ({each}): these numbers are not one comparison",
+                f"沒有哪個{zh}是超過一半的繳交共用的，所以沒有誰是例外（{each}）："
+                "這些數字不能放在一起比較")
+
+
+def agreement(recipe: pd.DataFrame) -> str:
+    """Whether the submissions share a model file and a server (:func:`recipes`' table), in
+    the language in use: the same for all; these learners differ from the majority; or no
+    majority (two learners who differ, a tie), where no learner is named the odd one out."""
+    return "\n".join([
+        _agreement_on(recipe, "model_sha256", "same_model", "model file", "模型檔"),
+        _agreement_on(recipe, "server", "same_server", "server", "伺服器")])
 
 
 def comparison(merged: pd.DataFrame, metric: str = "output_tok_s") -> pd.DataFrame:
