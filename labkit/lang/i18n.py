@@ -221,6 +221,87 @@ CATALOGUE: dict[str, dict[str, str]] = {
                                 "this model (see data/README.md)",
                           "zh-TW": "工作負載 {name}：只用來量時間，答對率不代表這個模型的能力"
                                    "（見 data/README.md）"},
+    # ---- a classroom submission left out of the merge (labkit.lessons.submission_check)
+    "classroom.refused.not_found": {"en": "no such folder or file", "zh-TW": "沒有這個資料夾或檔案"},
+    "classroom.refused.symlink": {
+        "en": "{name} is a symbolic link (to {target}): a submission's files must be its own, "
+              "not another learner's",
+        "zh-TW": "{name} 是符號連結（指向 {target}）：繳交的檔案必須是自己的，不能連到別的學員的"},
+    "classroom.refused.too_many_files": {
+        "en": "more than {limit} files: not a results folder of labkit bench",
+        "zh-TW": "超過 {limit} 個檔案：不是 labkit bench 的結果資料夾"},
+    "classroom.refused.no_worksheet": {
+        "en": "no {name} (export one with labkit bench or result.save(folder) in notebook 05)",
+        "zh-TW": "沒有 {name}（用 labkit bench 或筆記本 05 的 result.save(folder) 匯出一份）"},
+    "classroom.refused.no_environment": {
+        "en": "no {name} beside the worksheet: labkit bench writes both, so this run was not "
+              "saved or copied whole",
+        "zh-TW": "工作表旁邊沒有 {name}：labkit bench 會兩個一起寫，所以這一次的結果沒有完整存下或複製"},
+    "classroom.refused.unreadable": {"en": "{name} cannot be read ({error})",
+                                     "zh-TW": "{name} 無法讀取（{error}）"},
+    "classroom.refused.not_a_file": {"en": "{name} is not a plain file",
+                                     "zh-TW": "{name} 不是一般檔案"},
+    "classroom.refused.too_large": {
+        "en": "{name} is {size}, larger than a labkit bench run writes (at most {limit} here)",
+        "zh-TW": "{name} 有 {size}，比 labkit bench 一次量測會寫的還大（這裡最多 {limit}）"},
+    "classroom.refused.not_utf8": {"en": "{name} is not UTF-8 text (byte {offset})",
+                                   "zh-TW": "{name} 不是 UTF-8 文字（第 {offset} 個位元組）"},
+    "classroom.refused.bad_json": {"en": "{name} is not valid JSON (line {line}: {error})",
+                                   "zh-TW": "{name} 不是有效的 JSON（第 {line} 行：{error}）"},
+    "classroom.refused.not_an_object": {"en": "{name} does not hold a JSON object",
+                                        "zh-TW": "{name} 裡不是 JSON 物件"},
+    "classroom.refused.bad_field": {"en": "{name}: {field} is not a JSON {expected}",
+                                    "zh-TW": "{name}：{field} 不是 JSON 的{expected}"},
+    "classroom.refused.empty": {"en": "the worksheet is empty", "zh-TW": "工作表是空的"},
+    "classroom.refused.no_lines": {"en": "the worksheet has its header but no line",
+                                   "zh-TW": "工作表只有標題列，沒有任何一行資料"},
+    "classroom.refused.cut": {
+        "en": "the worksheet is cut: line {line} ends the file without a newline (labkit bench "
+              "ends every line with one), so its last number may be short",
+        "zh-TW": "工作表被截斷了：第 {line} 行結束了檔案卻沒有換行（labkit bench 每一行都以換行結尾），"
+                 "所以最後一個數字可能少了幾位"},
+    "classroom.refused.fields": {
+        "en": "the worksheet is cut or not labkit's: line {line} has {found} fields where the "
+              "header has {expected}",
+        "zh-TW": "工作表被截斷了，或不是 labkit 的：第 {line} 行有 {found} 個欄位，標題列卻有 {expected} 個"},
+    "classroom.refused.too_many_lines": {
+        "en": "the worksheet has {lines} lines, more than a labkit bench run writes (one per "
+              "configuration, at most {limit} here)",
+        "zh-TW": "工作表有 {lines} 行，比 labkit bench 一次量測會寫的還多（每個配置一行，這裡最多 "
+                 "{limit} 行）"},
+    "classroom.refused.not_csv": {"en": "the worksheet is not readable CSV (line {line}: {error})",
+                                  "zh-TW": "工作表不是可讀的 CSV（第 {line} 行：{error}）"},
+    "classroom.refused.columns_twice": {"en": "the worksheet has the column(s) {columns} twice",
+                                        "zh-TW": "工作表的欄位 {columns} 出現了兩次"},
+    "classroom.refused.missing_columns": {
+        "en": "not a labkit worksheet: missing column(s) {columns}",
+        "zh-TW": "不是 labkit 的工作表：缺少欄位 {columns}"},
+    "classroom.refused.unknown_columns": {
+        "en": "not a labkit worksheet: column(s) {columns} that labkit bench does not write",
+        "zh-TW": "不是 labkit 的工作表：有 labkit bench 不會寫的欄位 {columns}"},
+    "classroom.refused.empty_cell": {"en": "line {line}: {column} is empty",
+                                     "zh-TW": "第 {line} 行：{column} 是空的"},
+    "classroom.refused.not_number": {"en": "line {line}: {column} \"{value}\" is not a number",
+                                     "zh-TW": "第 {line} 行：{column} 「{value}」不是數字"},
+    "classroom.refused.not_flag": {"en": "line {line}: {column} \"{value}\" is not True or False",
+                                   "zh-TW": "第 {line} 行：{column} 「{value}」不是 True 或 False"},
+    "classroom.refused.bad_slots": {
+        "en": "line {line}: {column} \"{value}\" is not a whole number of slots (1 or more)",
+        "zh-TW": "第 {line} 行：{column} 「{value}」不是槽位數（1 以上的整數）"},
+    "classroom.refused.bad_verdict": {
+        "en": "line {line}: {column} \"{value}\" is not a verdict labkit writes (pass, fail: ...)",
+        "zh-TW": "第 {line} 行：{column} 「{value}」不是 labkit 會寫的判定（pass、fail: ...）"},
+    "classroom.refused.duplicate_line": {
+        "en": "lines {first} and {second} are the same configuration ({config}) twice",
+        "zh-TW": "第 {first} 行和第 {second} 行是重複的同一個配置（{config}）"},
+    "classroom.refused.same_config": {
+        "en": "lines {first} and {second} are both {config} and differ only in {columns}: the "
+              "classroom compares one line per configuration, so submit one run each",
+        "zh-TW": "第 {first} 行和第 {second} 行都是 {config}，只差在 {columns}：教室的比較每個配置"
+                 "只取一行，請每種各交一次量測"},
+    "classroom.refused.same_worksheet": {
+        "en": "the same worksheet as {other} (a copy or a link of it, not another run)",
+        "zh-TW": "和 {other} 是同一份工作表（複製或連結過來的，不是另一次量測）"},
     # ---- labkit sim
     "sim.error": {"en": "error: {error}", "zh-TW": "錯誤：{error}"},
     "sim.workload": {"en": "workload: {n} requests, {rate}/s, mean prompt {prompt}, "
@@ -392,7 +473,7 @@ HEADINGS: dict[str, str] = {
     # the classroom's tables (labkit.lessons.classroom)
     "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
     "GPU (GiB)": "GPU 記憶體 (GiB)", "llama_cpp": "llama.cpp 版本", "same_model": "同一個模型",
-    "configs": "配置數", "all_pass": "全部通過",
+    "configs": "配置數", "all_pass": "全部通過", "same_server": "同一個伺服器", "submission": "繳交",
     # the roofline's prediction (labkit.costs.roofline.predict)
     "decode_tok_s_per_stream": "解碼 tok/s（每條串流）", "decode_tok_s": "解碼 tok/s（合計）",
     "decode_tok_s_no_overlap": "解碼 tok/s（不重疊）", "decode_bound": "解碼受限於",
@@ -488,7 +569,7 @@ CELL_PATTERNS = {
     # a classroom submission's machine, and the note of the samples labkit ships
     # (labkit.lessons.classroom; data/classroom/*/about.json)
     "machine": [(r"^(\S+) CPUs, no GPU$", r"\1 個 CPU，沒有 GPU"), (r"^(\S+) CPUs, (.+)$", r"\1 個 CPU，\2"),
-                (r"^unknown machine \(no environment.json\)$", "機器不明（沒有 environment.json）")],
+                (r"^unknown machine \(not in environment.json\)$", "機器不明（environment.json 沒有記錄）")],
     "note": [(r"^SAMPLE made with labkit bench \((\d+) thread, (\d+) documents, (\w+) KV\), "
               r"not a learner's result$",
               r"範例（SAMPLE）：用 labkit bench 做的（\1 個執行緒、\2 份文件、\3 KV），不是學員的結果")],
