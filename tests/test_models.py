@@ -60,9 +60,10 @@ def test_empty_file_is_not_gguf(tmp_path):
         read_header(p)
 
 
-@pytest.mark.parametrize("keep", [2_000, 40_000_000])
+@pytest.mark.parametrize("keep", [2_000, 1_500_000, 40_000_000])
 def test_truncated_file_is_caught(model_path, tmp_path, keep):
-    """Cut inside the header, and cut inside the tensor data."""
+    """Cut inside the header's first keys, inside its vocabulary (an array of 49k strings,
+    skipped by their lengths), and inside the tensor data."""
     p = tmp_path / "cut.gguf"
     with open(model_path, "rb") as src, open(p, "wb") as dst:
         dst.write(src.read(keep))

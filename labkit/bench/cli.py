@@ -237,6 +237,10 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.base_url:
         configs = list(args.base_url)
     else:
+        from ..models.files import describe
+        # The model's header first: a file no server could load (missing, not GGUF, cut
+        # short, an impossible shape) is main's one line, before any other line or server.
+        describe(args.model, with_hash=False)
         where = where_it_runs(args.n_gpu_layers, args.model)
         ngl = where["n_gpu_layers"]
         print(device_line(where), file=sys.stderr)

@@ -112,6 +112,10 @@ class LlamaModel:
     def __init__(self, path: str, n_gpu_layers: int = 0, use_mmap: bool = True, *,
                  split_mode: str = "layer", main_gpu: int = 0):
         install_log_router()
+        # llama.cpp aborts the process on some impossible shapes (0 layers, a NaN epsilon):
+        # labkit's reader refuses them first, naming the key (a GGUFError).
+        from ..models.hparams import read_model
+        read_model(path)
         if n_gpu_layers:    # refused before loading when the GPU has too little memory
             from .devices import refuse_if_too_large
             refuse_if_too_large(path, n_gpu_layers)

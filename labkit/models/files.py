@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .embedded import DEFAULT_MODEL_PACKAGE, ModelNotFound, default_model_path  # noqa: F401
-from .gguf import FILE_TYPES, GGML_TYPES, ArrayStub, GGUFError, read_header
+from .gguf import FILE_TYPES, GGML_TYPES, GGUFError  # noqa: F401
+from .hparams import read_model
 from .synthetic import PREFIX as SYNTHETIC_PREFIX
 
 ENV_MODEL = "LABKIT_MODEL"
@@ -102,26 +103,13 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
     """Describe a GGUF model from its own header (default: the embedded model).
 
     Raises :class:`ModelNotFound` for a missing file and
-    :class:`labkit.models.gguf.GGUFError` for a file that is not GGUF or is truncated;
+    :class:`labkit.models.gguf.GGUFError` for a file that is not GGUF, is truncated, or
+    declares a shape llama.cpp cannot load (:func:`labkit.models.gguf.hyperparameters`);
     both messages name the path.
     """
     p = resolve_model(path)
-    header = read_header(p)
+    header, hp = read_model(p)
     md = header.metadata
-    arch = md.get("general.architecture")
-    if not isinstance(arch, str):
-        raise GGUFError(f"{p}: GGUF file has no general.architecture; is it a model?")
-
-    def key(name, default=None, required=True):
-        v = md.get(f"{arch}.{name}", default)
-        if v is None and required:
-            raise GGUFError(f"{p}: GGUF metadata lacks {arch}.{name}")
-        return v
-
-    n_head = _as_int(key("attention.head_count"))
-    n_head_kv = _as_int(key("attention.head_count_kv", n_head))
-    n_embd = int(key("embedding_length"))
-    head_dim = int(key("attention.key_length", n_embd // n_head))
     counts: dict[str, int] = {}
     for t in header.tensors:
         tname = GGML_TYPES.get(t.ggml_type, (f"type{t.ggml_type}",))[0]
@@ -130,13 +118,13 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
     return ModelInfo(
         path=str(p),
         name=str(md.get("general.name", p.stem)),
-        architecture=arch,
-        n_layer=int(key("block_count")),
-        n_head=n_head,
-        n_head_kv=n_head_kv,
-        head_dim=head_dim,
-        n_embd=n_embd,
-        n_ctx_train=int(key("context_length")),
+        architecture=hp.architecture,
+        n_layer=hp.n_layer,
+        n_head=hp.n_head,
+        n_head_kv=hp.n_head_kv,
+        head_dim=hp.head_dim,
+        n_embd=hp.n_embd,
+        n_ctx_train=hp.n_ctx_train,
         file_type=FILE_TYPES.get(ftype, f"unknown ({ftype})") if ftype is not None else "unknown",
         tensor_types=dict(sorted(counts.items())),
         n_params=sum(t.n_elements for t in header.tensors),
@@ -144,12 +132,3 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
         sha256=sha256_file(p) if with_hash else None,
         synthetic=md.get("labkit.synthetic"),
     )
-
-
-def _as_int(v) -> int:
-    """Head counts may be per-layer arrays in some architectures: take the largest."""
-    if isinstance(v, list):
-        return int(max(v))
-    if isinstance(v, ArrayStub):
-        raise GGUFError(f"per-layer array of {v.length} values is too long to summarise")
-    return int(v)

@@ -7,6 +7,9 @@ header, so describing a multi-gigabyte model costs a few milliseconds, and it
 checks that the file is as long as its tensor table says it must be, so a
 half-copied download is caught before llama.cpp tries to load it.
 
+The numbers in the metadata (layer and head counts, epsilon) are checked against what
+llama.cpp can load by :mod:`labkit.models.hparams`, which raises the same :class:`GGUFError`.
+
 Layout (all little-endian), from llama.cpp's gguf documentation:
 
     "GGUF" u32:version u64:n_tensors u64:n_kv
@@ -61,8 +64,10 @@ FILE_TYPES: dict[int, str] = {
 }
 
 # Arrays longer than this (the tokenizer's 49k-entry vocabulary, say) are skipped
-# and recorded by length only: labkit never needs their contents.
-_KEEP_ARRAY_MAX = 64
+# and recorded by length only: labkit never needs their contents. Per-layer arrays
+# (head counts, feed-forward widths) are kept: llama.cpp loads at most
+# labkit.models.hparams.LLAMA_MAX_LAYERS layers (tests/test_model_validation.py holds the two).
+_KEEP_ARRAY_MAX = 512
 
 
 @dataclass
@@ -147,13 +152,21 @@ class _Reader:
         raise GGUFError(f"{self.path}: corrupt GGUF header (unknown value type {vtype})")
 
     def skip_array(self, itype: int, n: int) -> None:
+        cut = GGUFError(f"{self.path}: truncated GGUF header (inside an array)")
         if itype in _SCALARS:
             self.f.seek(struct.calcsize(_SCALARS[itype]) * n, os.SEEK_CUR)
-            if self.f.tell() > self.size:
-                raise GGUFError(f"{self.path}: truncated GGUF header (inside an array)")
+        elif itype == _STRING:     # a vocabulary: read each string's length, seek past its bytes
+            length, read, seek = struct.Struct("<Q").unpack, self.f.read, self.f.seek
+            for _ in range(n):
+                b = read(8)
+                if len(b) < 8:
+                    raise cut
+                seek(length(b)[0], os.SEEK_CUR)
         else:
             for _ in range(n):
                 self.value(itype)
+        if self.f.tell() > self.size:
+            raise cut
 
 
 @dataclass(frozen=True)
