@@ -67,8 +67,11 @@ def loads(text: str):
         raise ApiError(400, f"{NOT_JSON}: {exc.msg} at line {exc.lineno} "
                             f"column {exc.colno}") from None
     except RecursionError:
-        raise _too_deep("") from None
-    _check(value, "", 0, bool(_SURROGATE_ESCAPE.search(text)))
+        raise _too_deep() from None
+    try:
+        _check(value, 0, bool(_SURROGATE_ESCAPE.search(text)))
+    except _Refused as refused:
+        raise refused.error() from None
     return value
 
 
@@ -80,36 +83,47 @@ def dumps(value) -> str:
 
 # ------------------------------------------------------------------ the walk
 
+class _Refused(Exception):
+    """What the walk refuses (``what``: a number's literal or None, a string, or "deep"),
+    and where: the keys and indexes from the body down, each added on the way back up (so a
+    body that passes builds no path at all)."""
+
+    def __init__(self, kind: str, what=None):
+        self.kind, self.what, self.path = kind, what, []
+
+    def at(self, step) -> _Refused:
+        self.path.append(step)
+        return self
+
+    def error(self) -> ApiError:
+        path = "".join(f"[{s}]" if isinstance(s, int) else f".{s}"
+                       for s in reversed(self.path)).removeprefix(".")
+        where = _place(path) if path else "the body"
+        if self.kind == "deep":
+            where = f" (at {_place(path)})" if path else ""
+            return ApiError(400, f"{NOT_JSON}: arrays and objects nest more than {MAX_DEPTH} "
+                                 f"levels deep{where}")
+        if self.kind == "string":
+            high = 0xD800 <= ord(_SURROGATE.search(self.what).group()) <= 0xDBFF
+            reason = ("surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF" if high
+                      else "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF")
+            return ApiError(400, f"{NOT_JSON}: {where}: invalid string: {reason}")
+        if self.what in ("NaN", "Infinity", "-Infinity"):
+            return ApiError(400, f"{NOT_JSON}: {where} is {self.what}, which JSON does not "
+                                 "have; send a finite number")
+        literal = f" parsing '{self.what}'" if self.what else ""   # None: Python read inf
+        return ApiError(400, f"{NOT_JSON}: {where}: number overflow{literal} (a JSON number "
+                             f"must be within ±{MAX_NUMBER:.4g})")
+
+
+def _too_deep() -> ApiError:
+    return _Refused("deep").error()
+
+
 def _place(path: str) -> str:
-    """A path as the messages show it, any surrogate in a key written as its escape."""
+    """A path as the messages show it, cut, any surrogate in a key written as its escape."""
     shown = path if len(path) <= 80 else path[:79] + "…"
     return "'" + _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", shown) + "'"
-
-
-def _too_deep(path: str) -> ApiError:
-    where = f" (at {_place(path)})" if path else ""
-    return ApiError(400, f"{NOT_JSON}: arrays and objects nest more than {MAX_DEPTH} "
-                         f"levels deep{where}")
-
-
-def _refuse_number(path: str, shown: str | None) -> ApiError:
-    """A number JSON cannot hold: a literal (``shown``), or one that overflowed (``None``
-    when its text is gone: Python read it as inf)."""
-    where = _place(path) if path else "the body"
-    if shown in ("NaN", "Infinity", "-Infinity"):
-        return ApiError(400, f"{NOT_JSON}: {where} is {shown}, which JSON does not have; "
-                             "send a finite number")
-    literal = f" parsing '{shown}'" if shown else ""
-    return ApiError(400, f"{NOT_JSON}: {where}: number overflow{literal} (a JSON number "
-                         f"must be within ±{MAX_NUMBER:.4g})")
-
-
-def _refuse_string(path: str, s: str) -> ApiError:
-    where = _place(path) if path else "the body"
-    high = 0xD800 <= ord(_SURROGATE.search(s).group()) <= 0xDBFF
-    reason = ("surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF" if high else
-              "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF")
-    return ApiError(400, f"{NOT_JSON}: {where}: invalid string: {reason}")
 
 
 def _shown(digits: str) -> str:
@@ -118,40 +132,44 @@ def _shown(digits: str) -> str:
     return digits if len(digits) <= 24 else f"{digits[:20]}... ({n} digits)"
 
 
-def _check_scalar(v, path: str, surrogates: bool) -> None:
-    t = type(v)
-    if t is float:
-        if not math.isfinite(v):   # only an overflowing literal reads as inf here
-            raise _refuse_number(path, None)
-    elif t is int:
-        if not -MAX_NUMBER <= v <= MAX_NUMBER:
-            raise _refuse_number(path, _shown(str(v)))
-    elif t is str:
-        if surrogates and _SURROGATE.search(v):
-            raise _refuse_string(path, v)
-    elif t is _Literal:
-        raise _refuse_number(path, _shown(v.text))
+_NUMBERS = {int, float}
 
 
-def _check(v, path: str, depth: int, surrogates: bool) -> None:
-    """Refuse what :func:`loads` refuses, naming its path. ``surrogates``: whether the text
-    had a surrogate escape (else no string can hold one, and none is searched)."""
+def _check(v, depth: int, surrogates: bool) -> None:
+    """Raise :class:`_Refused` for what :func:`loads` refuses. ``surrogates``: whether the
+    text had a surrogate escape (else no string can hold one, and none is searched)."""
     t = type(v)
     if t is dict:
         if depth >= MAX_DEPTH:
-            raise _too_deep(path)
+            raise _Refused("deep")
         for key, item in v.items():
-            sub = f"{path}.{key}" if path else key
             if surrogates and _SURROGATE.search(key):
-                raise _refuse_string(sub, key)
-            _check(item, sub, depth + 1, surrogates)
+                raise _Refused("string", key).at(key)
+            try:
+                _check(item, depth + 1, surrogates)
+            except _Refused as refused:
+                raise refused.at(key) from None
     elif t is list:
         if depth >= MAX_DEPTH:
-            raise _too_deep(path)
+            raise _Refused("deep")
         kinds = set(map(type, v))
-        if kinds == {int} and -MAX_NUMBER <= min(v) and max(v) <= MAX_NUMBER:
-            return   # token ids: the common long list, checked at C speed
+        if kinds <= _NUMBERS and (not v or -MAX_NUMBER <= min(v) and max(v) <= MAX_NUMBER):
+            return   # token ids, a logit_bias pair: the common lists, checked at C speed
+        if kinds == {str} and not surrogates:
+            return
         for i, item in enumerate(v):
-            _check(item, f"{path}[{i}]", depth + 1, surrogates)
-    else:
-        _check_scalar(v, path, surrogates)
+            try:
+                _check(item, depth + 1, surrogates)
+            except _Refused as refused:
+                raise refused.at(i) from None
+    elif t is float:
+        if not math.isfinite(v):   # only a literal that overflowed reads as inf here
+            raise _Refused("number")
+    elif t is int:
+        if not -MAX_NUMBER <= v <= MAX_NUMBER:
+            raise _Refused("number", _shown(str(v)))
+    elif t is str:
+        if surrogates and _SURROGATE.search(v):
+            raise _Refused("string", v)
+    elif t is _Literal:
+        raise _Refused("number", _shown(v.text))

@@ -31,6 +31,10 @@ llama-server also reads sampling fields that labkit's engine does not implement
 (:data:`UNSUPPORTED`); given a value that would change the answer, each is refused with a 400
 naming it, rather than ignored.
 
+A body arrives here as strict JSON (:mod:`.strict_json`): every number in it is finite and
+within a double's range, every string valid Unicode. What llama.cpp holds in a C type is
+then checked against that type (a penalty or a bias within a C float's range, ``top_k`` and
+``n_probs`` within an int32), so nothing a client sends becomes inf or wraps in the engine.
 Every number field is read by :func:`number`, but for ``logit_bias``' entries and
 ``logprobs``, which llama-server reads leniently (see above). The readers of whole bodies raise
 :class:`~.errors.ApiError`; the readers of single fields that mirror llama-server's own
