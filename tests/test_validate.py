@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from labkit.server.validate import (MAX_BODY_BYTES, ApiError, chat_request, max_tokens,
-                                    parse_json_body, prompt_field, sampling_params)
+from labkit.server import shapes, strict_json, validate
+from labkit.server.validate import (MAX_BODY_BYTES, ApiError, chat_request, completion_request,
+                                    max_tokens, parse_json_body, prompt_field, sampling_params)
 
 USER = [{"role": "user", "content": "x"}]
 
@@ -37,6 +38,89 @@ def chat_body(**fields) -> bytes:
 def test_unreadable_bodies_are_400_with_the_reason(raw, needle):
     err = refusal(parse_json_body, raw)
     assert err.status == 400 and needle in err.message
+
+
+# Strict JSON, as llama-server's parser reads it: what Python's json reads beyond JSON is a 400
+# naming the place, never a value that reaches a reader (or a 500 from Python's limits).
+DEEP = 5000
+STRICT_JSON_REFUSALS = [
+    (b'{"presence_penalty": NaN}', "'presence_penalty' is NaN, which JSON does not have"),
+    (b'{"a": [1, {"b": -Infinity}]}', "'a[1].b' is -Infinity, which JSON does not have"),
+    (b'{"n_probs": Infinity}', "'n_probs' is Infinity, which JSON does not have"),
+    (b'{"max_tokens": 1e400}', "'max_tokens': number overflow (a JSON number must be within"),
+    (b'{"x": -1e400}', "'x': number overflow"),
+    (b'{"max_tokens": 1' + b"0" * 400 + b"}",
+     "'max_tokens': number overflow parsing '10000000000000000000... (401 digits)'"),
+    (b'{"seed": ' + b"7" * 5000 + b"}", "'seed': number overflow parsing '77777777777777777777"
+                                        "... (5000 digits)'"),
+    (b'{"tokens": [1, 2, -' + b"9" * 309 + b"]}", "'tokens[2]': number overflow parsing"),
+    (b'{"messages": [{"role": "user", "content": "a\\ud800b"}]}',
+     "'messages[0].content': invalid string: surrogate U+D800..U+DBFF must be followed by "
+     "U+DC00..U+DFFF"),
+    (b'{"stop": ["\\udc00"]}',
+     "'stop[0]': invalid string: surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF"),
+    (b'{"logit_bias": {"\\ud800": 1}}', "'logit_bias.\\ud800': invalid string"),
+    (b"[" * DEEP + b"]" * DEEP, f"arrays and objects nest more than {strict_json.MAX_DEPTH} "
+                                "levels deep"),
+    (b'{"a": ' + b"[" * 64 + b"]" * 64 + b"}", "arrays and objects nest more than 64 levels "
+                                               "deep (at 'a[0][0]"),
+]
+
+
+@pytest.mark.parametrize("raw,needle", STRICT_JSON_REFUSALS)
+def test_what_strict_json_lacks_is_a_400_naming_the_place(raw, needle):
+    err = refusal(parse_json_body, raw)
+    assert (err.status, err.type) == (400, "invalid_request_error")
+    assert err.message.startswith("request body is not valid JSON: ")
+    assert needle in err.message, err.message
+    json.dumps(err.body(), ensure_ascii=False).encode()   # the answer itself is valid UTF-8
+
+
+def test_strict_json_keeps_what_json_has():
+    assert parse_json_body(b'{"a": "\\ud83d\\ude00", "b": 1e-400, "c": -0.0, "d": 1e308}') == \
+        {"a": "\U0001F600", "b": 0.0, "c": -0.0, "d": 1e308}
+    nested = b'{"a": ' + b"[" * 63 + b"]" * 63 + b"}"
+    assert parse_json_body(nested)["a"] == eval("[" * 63 + "]" * 63)
+    ids = list(range(100_000))
+    assert parse_json_body(json.dumps({"tokens": ids}).encode()) == {"tokens": ids}
+
+
+def test_answers_are_strict_json_too():
+    with pytest.raises(ValueError):
+        shapes.sse({"bias": math.inf})
+    with pytest.raises(ValueError):
+        strict_json.dumps({"logprob": math.nan})
+    assert shapes.sse({"content": "é"}) == 'data: {"content": "é"}\n\n'.encode()
+
+
+# Numbers JSON holds but llama.cpp does not: each refused, naming its field, before it reaches
+# the engine (a C float beyond 3.4e38 is inf; an int32 beyond 2**31 - 1 wraps).
+@pytest.mark.parametrize("fields,message", [
+    ({"presence_penalty": 1e300}, "'presence_penalty' must be <= 3.4028234663852886e+38"),
+    ({"frequency_penalty": -1e39}, "'frequency_penalty' must be >= -3.4028234663852886e+38"),
+    ({"repeat_penalty": 1e39}, "'repeat_penalty' must be <= 3.4028234663852886e+38"),
+    ({"top_k": 2**31}, "'top_k' must be <= 2147483647, got 2147483648"),
+    ({"n_probs": 10**300}, "'n_probs' must be <= 2147483647"),
+    ({"logprobs": 1e300}, "'logprobs' must be <= 2147483647"),
+    ({"n_probs": -2**31 - 1}, "'n_probs' must be >= -2147483648"),
+    ({"max_tokens": 10**300}, "'max_tokens' must be <= 2147483647"),
+    ({"logit_bias": {"15043": 1e39}}, "'logit_bias' of \"15043\": the bias 1e+39 is beyond a "
+                                      "32-bit float's range"),
+    ({"logit_bias": [["Hello", -1e300]]}, "'logit_bias' of \"Hello\": the bias -1e+300"),
+])
+def test_numbers_beyond_llama_cpps_types_are_400_naming_the_field(fields, message):
+    for read in (lambda b: completion_request({"prompt": "x", **b}, 1),
+                 lambda b: chat_request({"messages": USER, **b})):
+        err = refusal(read, fields)
+        assert err.status == 400 and err.message.startswith(message), err.message
+
+
+def test_a_logit_bias_id_too_long_for_strtol_is_skipped_like_any_unknown_id():
+    assert validate.logit_bias({"1" * 5000: 1.0, "1" * 19: 2.0, " 7": 3.0}) == [(7, 3.0)]
+    p = sampling_params({"logit_bias": {"1" * 5000: 1.0}, "presence_penalty": 3.4e38,
+                         "top_k": 2**31 - 1, "n_probs": 2**31 - 1})
+    assert (p.logit_bias, p.presence_penalty, p.top_k, p.n_probs) == \
+        ([], 3.4e38, 2**31 - 1, 2**31 - 1)
 
 
 def test_json_error_says_where():
@@ -82,9 +166,9 @@ def test_error_body_has_llama_servers_shape():
     (chat_body(max_tokens=True), "'max_tokens' must be a number, got true"),
     (chat_body(max_tokens=2.5), "'max_tokens' must be an integer, got 2.5"),
     (b'{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}',
-     "'temperature' must be a finite number, got nan"),
+     "request body is not valid JSON: 'temperature' is NaN, which JSON does not have"),
     (b'{"messages": [{"role": "user", "content": "x"}], "top_p": Infinity}',
-     "'top_p' must be a finite number, got inf"),
+     "request body is not valid JSON: 'top_p' is Infinity, which JSON does not have"),
     (chat_body(temperature=-0.5), "'temperature' must be >= 0.0, got -0.5"),
     (chat_body(top_p=1.5), "'top_p' must be <= 1.0, got 1.5"),
     (chat_body(stream="yes"), "'stream' must be true or false, got \"yes\""),

@@ -21,8 +21,15 @@ class ApiError(Exception):
                           **self.extra}}
 
 
+# What a client is told of an exception nothing expected: the server's fault, not the
+# request's; what went wrong (the exception and its traceback) is in the server's log only.
+UNEXPECTED = "internal server error (the server's log has the details)"
+
+
 def unexpected(request, exc: Exception) -> ApiError:
-    """An exception nothing expected: log its traceback; llama-server's 500 ``server_error``."""
+    """An exception nothing expected: log its traceback; llama-server's 500 ``server_error``,
+    whose message says nothing of the exception (its text can hold the server's paths,
+    settings or the request's own data)."""
     log.error("unexpected error on %s %s", request.method, request.url.path,
               exc_info=(type(exc), exc, exc.__traceback__))
-    return ApiError(500, f"internal server error: {type(exc).__name__}: {exc}", "server_error")
+    return ApiError(500, UNEXPECTED, "server_error")

@@ -17,11 +17,11 @@ answer ends on its own, as each of llama-server's tasks does); ``done_marker`` s
 
 from __future__ import annotations
 
-import json
 import struct
 
 from ..engine import FinalEvent, SamplingParams, TokenEvent
 from ..engine import response_format
+from . import strict_json
 from .validate import DEFAULT_SAMPLERS
 
 # The OpenAI answers' ``system_fingerprint``: llama-server writes its build ("b<number>-<commit>").
@@ -46,8 +46,9 @@ METRIC_HELP = {
 
 
 def sse(obj) -> bytes:
-    """One server-sent event carrying ``obj`` as JSON (non-ASCII characters as they are)."""
-    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+    """One server-sent event carrying ``obj`` as strict JSON (non-ASCII characters as they
+    are; a value JSON cannot hold, such as inf, raises rather than go out as ``Infinity``)."""
+    return b"data: " + strict_json.dumps(obj).encode() + b"\n\n"
 
 
 def usage(ev: FinalEvent) -> dict:

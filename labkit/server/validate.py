@@ -31,6 +31,10 @@ llama-server also reads sampling fields that labkit's engine does not implement
 (:data:`UNSUPPORTED`); given a value that would change the answer, each is refused with a 400
 naming it, rather than ignored.
 
+A body arrives here as strict JSON (:mod:`.strict_json`): every number in it is finite and
+within a double's range, every string valid Unicode. What llama.cpp holds in a C type is
+then checked against that type (a penalty or a bias within a C float's range, ``top_k`` and
+``n_probs`` within an int32), so nothing a client sends becomes inf or wraps in the engine.
 Every number field is read by :func:`number`, but for ``logit_bias``' entries and
 ``logprobs``, which llama-server reads leniently (see above). The readers of whole bodies raise
 :class:`~.errors.ApiError`; the readers of single fields that mirror llama-server's own
@@ -46,6 +50,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..engine import SamplingParams, guidance
+from . import strict_json
 from .errors import ApiError
 from .tools import read as read_tools
 
@@ -53,13 +58,15 @@ from .tools import read as read_tools
 MAX_BODY_BYTES = 8 * 2**20
 # max_tokens must fit llama.cpp's int32 n_predict; anything larger is a client bug.
 MAX_TOKENS_LIMIT = INT32_MAX = 2**31 - 1
+# llama.cpp holds the penalties and logit biases as C floats: beyond this a value is inf.
+FLOAT32_MAX = 3.4028234663852886e38
 # What a request that sets nothing gets: SamplingParams' defaults, llama-server's. Never changed.
 DEFAULTS = SamplingParams()
 # The sampling fields that are plain numbers: body key (a SamplingParams field) -> (lowest,
 # highest, whole number).
 NUMBERS = {
     "temperature": (0.0, 100.0, False),
-    "top_k": (0, None, True),
+    "top_k": (0, INT32_MAX, True),
     "top_p": (0.0, 1.0, False),
     "min_p": (0.0, 1.0, False),
 }
@@ -100,7 +107,9 @@ def _is_number(v) -> bool:
 
 
 def parse_json_body(raw: bytes) -> dict:
-    """Bytes -> a JSON object, refusing oversize, non-UTF-8, malformed and non-object bodies."""
+    """Bytes -> a JSON object, refusing oversize, non-UTF-8, malformed and non-object bodies,
+    and what strict JSON does not allow (:mod:`.strict_json`: NaN and Infinity, numbers beyond
+    a double, lone surrogates, nesting deeper than its limit)."""
     if len(raw) > MAX_BODY_BYTES:
         raise ApiError(413, f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
     try:
@@ -109,11 +118,7 @@ def parse_json_body(raw: bytes) -> dict:
         raise bad(f"request body is not valid UTF-8 (byte {exc.start})") from None
     if not text.strip():
         raise bad("request body is empty; send a JSON object")
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise bad(f"request body is not valid JSON: {exc.msg} at line {exc.lineno} "
-                  f"column {exc.colno}") from None
+    body = strict_json.loads(text)
     if not isinstance(body, dict):
         raise bad(f"request body must be a JSON object, got {type(body).__name__}")
     return body
@@ -186,39 +191,50 @@ def max_tokens(body: dict) -> int | None:
 def logit_bias(value) -> list[tuple[int | str, float]]:
     """(token id or text, bias) pairs, read as llama-server reads ``logit_bias``: an object
     {key: bias} (a key that is a whole number is a token id, any other a text) or a list of
-    [token id or text, bias] pairs; ``false`` as the bias bans; anything else is skipped."""
-    def bias_of(b):
+    [token id or text, bias] pairs; ``false`` as the bias bans; anything else is skipped.
+    A bias beyond a C float's range (which llama.cpp would hold as inf) is refused with a
+    ValueError naming its token."""
+    def bias_of(key, b):
         if _is_number(b):
+            if abs(b) > FLOAT32_MAX:
+                raise ValueError(f"'logit_bias' of {json.dumps(key)[:40]}: the bias {b:g} is "
+                                 f"beyond a 32-bit float's range (±{FLOAT32_MAX:.4g})")
             return float(b)
         return float("-inf") if b is False else None
 
     out: list[tuple[int | str, float]] = []
     if isinstance(value, dict):
         for key, b in value.items():
-            b = bias_of(b)
+            b = bias_of(key, b)
             if b is not None:   # strtol's reading: "" is 0, "12" is 12, "Hello" is a text
                 numeric = key == "" or re.fullmatch(r"\s*[+-]?\d+", key)
-                out.append((int(key or 0), b) if numeric else (key, b))
+                if not numeric:
+                    out.append((key, b))
+                elif len(key.strip().lstrip("+-")) <= 18:   # more digits: strtol's LONG_MAX,
+                    out.append((int(key or 0), b))          # no token's id, so skipped
     elif isinstance(value, list):
         for el in value:
-            if isinstance(el, list) and len(el) == 2:
-                key, b = el[0], bias_of(el[1])
-                if b is not None and (_is_int(key) or isinstance(key, str)):
-                    out.append((key, b))
+            if (isinstance(el, list) and len(el) == 2
+                    and (_is_int(el[0]) or isinstance(el[0], str))):
+                b = bias_of(el[0], el[1])
+                if b is not None:
+                    out.append((el[0], b))
     return out
 
 
 def n_probs(body: dict, chat: bool) -> int:
     """How many top tokens to report with each token (0: no probabilities)."""
+    def count(key, default):   # llama-server's int32 n_probs
+        return number(body, key, default, lo=-INT32_MAX - 1, hi=INT32_MAX, cut=True)
     if chat:
         if body.get("logprobs") is True:
-            return number(body, "top_logprobs", DEFAULT_TOP_LOGPROBS, cut=True)
+            return count("top_logprobs", DEFAULT_TOP_LOGPROBS)
         if body.get("top_logprobs") is not None:
             raise ValueError("top_logprobs requires logprobs to be set to true")
-    n = number(body, "n_probs", 0, cut=True)
+    n = count("n_probs", 0)
     if n == 0:
         lp = body.get("logprobs")
-        n = int(lp) if _is_number(lp) or (lp is True and not chat) else 0
+        n = count("logprobs", 0) if _is_number(lp) else int(lp is True and not chat)
     return n
 
 
@@ -331,12 +347,13 @@ def _penalties_and_probs(body: dict, p: SamplingParams, chat: bool) -> None:
     if not 0 <= p.repeat_last_n <= INT32_MAX:
         raise ValueError(f"Field 'repeat_last_n': Value must be between 0 <= value <= "
                          f"{INT32_MAX}, but got {p.repeat_last_n}")
-    p.repeat_penalty = float(number(body, "repeat_penalty", p.repeat_penalty))
+    p.repeat_penalty = float(number(body, "repeat_penalty", p.repeat_penalty, hi=FLOAT32_MAX))
     if not p.repeat_penalty > 0.0:
         raise ValueError("Failed to initialize samplers: penalty_repeat must be finite and "
                          "greater than 0")
-    p.frequency_penalty = float(number(body, "frequency_penalty", p.frequency_penalty))
-    p.presence_penalty = float(number(body, "presence_penalty", p.presence_penalty))
+    for key in ("frequency_penalty", "presence_penalty"):
+        setattr(p, key, float(number(body, key, getattr(p, key), lo=-FLOAT32_MAX,
+                                     hi=FLOAT32_MAX)))
     p.n_probs = n_probs(body, chat)
     refuse_unsupported(body)
 
