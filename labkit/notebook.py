@@ -301,9 +301,10 @@ def recipe(server_config=None, report: dict | None = None) -> dict:
 
 
 def save_recipe(rec: dict, name: str = "recipe.json") -> Path:
-    path = results_dir() / name
-    path.write_text(json.dumps(rec, indent=2, ensure_ascii=False) + "\n")
-    return path
+    """Write the recipe to the results folder, whole or not at all: on a full disk the
+    OSError names the file, and the recipe saved before stays as it was."""
+    from .machine.atomic import write_atomic
+    return write_atomic(results_dir() / name, json.dumps(rec, indent=2, ensure_ascii=False) + "\n")
 
 
 def terms(*names: str):

@@ -23,6 +23,10 @@ columns and environment.json record it.
 
 Ctrl-C stops the server, saves every run that had finished (the worksheet of those runs),
 says where, and exits with status 130.
+
+The worksheet is printed before anything is saved, and every file is written whole or not at
+all (worksheet.csv last); when the disk is full, one line says which files were not saved and
+where, and bench exits with status 2.
 """
 
 from __future__ import annotations
@@ -53,12 +57,17 @@ token，所以就算分成 4 個分割 KV 的槽位（每個 1024 格），4096 
 
 按 Ctrl-C 會停止伺服器，把已完成的每一輪存起來（工作表只含這幾輪），告訴你存在哪裡，
 然後以狀態碼 130 結束。
+
+工作表會先印出來再存檔，每個檔案要嘛完整寫入、要嘛完全不寫（worksheet.csv 最後寫）；
+磁碟滿了的時候，會用一行說明哪些檔案沒存到、在哪裡，然後以狀態碼 2 結束。
 """
 
 DEFAULT_N_CTX = 4096
 DEFAULT_SLOTS = (1, 2, 4)
 QUICK_DOCS = 2
 EXIT_INTERRUPTED = 130   # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
+EXIT_NOT_SAVED = 2       # measured, but the results could not all be written (as for a folder
+                         # that cannot be made: 2 is bench's "could not do its work", 1 "errors")
 
 
 def default_configs(kind: str = "labkit", n_ctx: int = DEFAULT_N_CTX, slots=DEFAULT_SLOTS,
@@ -308,7 +317,6 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             n_gpu_layers=where["n_gpu_layers"], n_gpu_layers_asked=where["asked"],
             device=f"{g['device']} ({g['name']})" if g else "CPU",
             backend=g.get("backend", "CPU"), software_device=bool(g.get("software")))
-    result.save(out)
     ws = result.worksheet()
     cols = ["server", "device", "kv_mode", "pool_n_ctx", "slots", "n_ctx_slot", "in_flight",
             "workload",
@@ -320,6 +328,17 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     mem = ws["memory"].iloc[0] if len(ws) else ""
     sha = ws["model_sha256"].iloc[0] if len(ws) else ""
     print(t("bench.summary", sha=sha, memory=mem, rounds=rounds, gate=f"{args.ttft_threshold:g}"))
+    sys.stdout.flush()          # the table is out before the disk is asked for anything
+    from .report import NotSaved
+    try:
+        result.save(out)        # each file whole or not at all, worksheet.csv last
+    except NotSaved as exc:     # a full disk, a quota: say what is missing, where
+        from ..lang.i18n import pick
+        print(pick(f"labkit bench: {exc}; nothing half-written was left, and the worksheet "
+                   "is the table printed above",
+                   f"labkit bench：{exc}；沒有留下寫到一半的檔案，工作表就是上面印出的表格"),
+              file=sys.stderr)
+        return EXIT_NOT_SAVED
     print(t("bench.wrote", out=out, seconds=f"{elapsed:.0f}"))
     if interrupted:
         print(t("bench.saved_partial", runs=len(result.runs), out=out), file=sys.stderr)

@@ -19,6 +19,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..machine.atomic import write_atomic
+
 FIELDS = ("id", "owner", "deadline")
 
 SYSTEM = ("You extract fields from a document. Reply with one JSON object with exactly these "
@@ -45,7 +47,7 @@ class Prompt:
         return cls(**json.loads(Path(path).read_text()))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=1, ensure_ascii=False) + "\n")
+        write_atomic(path, json.dumps(asdict(self), indent=1, ensure_ascii=False) + "\n")
 
     def messages(self, document: str, preamble: str = "") -> list[dict]:
         system = f"{preamble}\n\n{self.system}" if preamble else self.system

@@ -9,6 +9,9 @@
         runs.json                       per run: server command (API key masked), log file, facts
         environment.json                versions, llama.cpp build, GPUs, model sha256, configs
         plots/*.png                     the four standard figures
+
+Each file is written whole or not at all (:mod:`labkit.machine.atomic`), worksheet.csv last:
+a folder holding a worksheet.csv holds the rest of its run.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+from ..machine.atomic import figure_bytes, write_atomic
 from .worksheet import timing_agreement, to_markdown
 
 
@@ -41,29 +45,68 @@ def new_run_folder(base: Path, now: float | None = None) -> Path:
     raise FileExistsError(f"{base}: 10,000 results folders named {stamp}-N already")
 
 
-def save_result(result, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+class NotSaved(OSError):
+    """A result that could not be saved in full. ``unsaved`` names the files not written, in
+    the order they were to be written (the first is the one that failed); ``folder`` is where;
+    ``reason`` is the system's (``No space left on device``). Every file that was written is
+    whole, and ``worksheet.csv``, written last, is always among the unsaved: a folder without
+    it is not a finished run (the classroom merge looks for it)."""
+
+    def __init__(self, folder: Path, unsaved: list[str], cause: OSError):
+        self.folder, self.unsaved = Path(folder), list(unsaved)
+        self.reason = cause.strerror or str(cause)
+        super().__init__(cause.errno, self.reason, str(folder))
+
+    def __str__(self) -> str:
+        from ..lang.i18n import pick
+        shown = [n for n in self.unsaved if not n.startswith("plots/")]
+        if any(n.startswith("plots/") for n in self.unsaved):
+            shown.append("plots/")
+        return pick(f"could not save {', '.join(shown)} in {self.folder}/ ({self.reason})",
+                    f"無法在 {self.folder}/ 存下 {'、'.join(shown)}（{self.reason}）")
+
+
+def result_files(result) -> dict[str, bytes | str]:
+    """Every file of a result's folder, by its name in the folder, rendered in memory, in the
+    order :func:`save_result` writes them: ``worksheet.csv`` last."""
+    import matplotlib.pyplot as plt
     ws = result.worksheet()
-    ws.to_csv(folder / "worksheet.csv", index=False)
-    head = (f"TTFT threshold: {result.ttft_threshold_s:g} s (your own acceptance threshold, "
-            "not a measured speed). Numbers are medians over rounds; see rounds.csv.\n\n")
-    (folder / "worksheet.md").write_text(head + to_markdown(ws))
-    result.rounds().to_csv(folder / "rounds.csv", index=False)
     rows = result.rows.copy()
     for col in ("usage", "timings"):
         if col in rows:
             rows[col] = rows[col].map(lambda v: json.dumps(v) if v is not None else "")
-    rows.to_csv(folder / "requests.csv", index=False)
-    (folder / "requests.json").write_text(
-        result.rows.to_json(orient="records", indent=1, default_handler=str))
-    timing_agreement(result.rows).to_csv(folder / "timing_agreement.csv", index=False)
-    result.memory.to_csv(folder / "memory.csv", index=False)
-    (folder / "runs.json").write_text(json.dumps(_jsonable(result.runs), indent=1))
-    (folder / "environment.json").write_text(json.dumps(_jsonable(result.env), indent=1))
-    plots = folder / "plots"
-    plots.mkdir(exist_ok=True)
-    import matplotlib.pyplot as plt
+    head = (f"TTFT threshold: {result.ttft_threshold_s:g} s (your own acceptance threshold, "
+            "not a measured speed). Numbers are medians over rounds; see rounds.csv.\n\n")
+    files: dict[str, bytes | str] = {
+        "rounds.csv": result.rounds().to_csv(index=False),
+        "requests.csv": rows.to_csv(index=False),
+        "requests.json": result.rows.to_json(orient="records", indent=1, default_handler=str),
+        "timing_agreement.csv": timing_agreement(result.rows).to_csv(index=False),
+        "memory.csv": result.memory.to_csv(index=False),
+        "runs.json": json.dumps(_jsonable(result.runs), indent=1),
+        "environment.json": json.dumps(_jsonable(result.env), indent=1),
+    }
     for name, fig in result.plots.items():
-        fig.savefig(plots / f"{name}.png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
+        try:
+            files[f"plots/{name}.png"] = figure_bytes(fig, "png", dpi=110, bbox_inches="tight")
+        finally:
+            plt.close(fig)
+    files["worksheet.md"] = head + to_markdown(ws)
+    files["worksheet.csv"] = ws.to_csv(index=False)     # last: the mark of a finished run
+    return files
+
+
+def save_result(result, folder: Path) -> Path:
+    """Write a result's files under ``folder``, each whole or not at all (written to a temporary
+    file and renamed), ``worksheet.csv`` last. Raises :class:`NotSaved` when one cannot be
+    written, naming it and the ones after it; the files before it stay, whole."""
+    files = result_files(result)        # drawn before anything is written
+    names = list(files)
+    for i, name in enumerate(names):
+        path = folder / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, files[name])
+        except OSError as exc:
+            raise NotSaved(folder, names[i:], exc) from exc
     return folder

@@ -40,6 +40,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable
 
+from ..machine.atomic import write_atomic
 from .prompt import Prompt
 
 SEED = 20261201
@@ -340,7 +341,7 @@ def generate(folder: str | os.PathLike | None = None, *, base_url: str | None = 
                 "documents": [{"id": a["id"], "answer": a, "prompt_tokens": n_prompt(t, preamble),
                                "text": t} for t, a in docs]}
         path = base / "workloads" / f"{name}.json"
-        path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+        write_atomic(path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
         written[name] = path
 
     write("short", "12 short documents, each naming an id, an owner and a deadline.",
@@ -361,8 +362,8 @@ def generate(folder: str | os.PathLike | None = None, *, base_url: str | None = 
           list(zip(shorts, answers)), preamble=pre, preamble_tokens=tok.tokens(pre))
     from .stories import NAME, workload_body
     written[NAME] = base / "workloads" / f"{NAME}.json"
-    written[NAME].write_text(json.dumps(workload_body(tok.prompt_tokens, common), indent=1,
-                                        ensure_ascii=False) + "\n")
+    write_atomic(written[NAME], json.dumps(workload_body(tok.prompt_tokens, common), indent=1,
+                                           ensure_ascii=False) + "\n")
     written.update(generate_zh(base, base_url=base_url, seed=seed, model=model))
     return written
 
@@ -409,7 +410,7 @@ def generate_zh(folder: str | os.PathLike | None = None, *, base_url: str | None
                                "text_tokens": tok.tokens(t), "chars": len(t), "text": t}
                               for t, a in docs]}
         path = base / "workloads" / f"{name}.json"
-        path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+        write_atomic(path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
         written[name] = path
 
     write("short-zh", "12 short memos in Traditional Chinese (Taiwan), each naming 案號, 負責人 "

@@ -44,6 +44,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 
+from ..machine.atomic import write_atomic
 from ..machine.runenv import pick, usable_cores
 
 GB = 1e9
@@ -269,9 +270,7 @@ def record_path():
 def _save_record(m: Machine) -> None:
     path = record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(m), indent=1) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(asdict(m), indent=1) + "\n")
 
 
 # ---------------------------------------------------------------------------- the model

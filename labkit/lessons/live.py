@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from ..lang.i18n import pick, show
+from ..machine.atomic import write_atomic
 from ..machine.runenv import log_to_file
 
 # ---------------------------------------------------------------------------- talking to a server
@@ -327,7 +328,7 @@ def extract_then_sort(server, workload, out_dir, *, in_flight: int = 2, max_toke
         record = {"task_id": doc.id, "status": r["status"], "answer": parsed,
                   "raw": r["content"], "error": r["error"]}
         path = out_dir / f"{doc.id}.json"
-        path.write_text(_json.dumps(record, ensure_ascii=False, indent=1))
+        write_atomic(path, _json.dumps(record, ensure_ascii=False, indent=1))
         return {"task_id": doc.id, "start_s": start, "end_s": end, "status": r["status"],
                 "correct": bool(g and g.ok), "file": str(path)}
 

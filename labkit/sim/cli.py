@@ -189,6 +189,11 @@ def main(argv=None) -> int:
         print(show.to_string(index=False))
     print(t("sim.goodput", ttft=f"{a.ttft_slo:g}", tpot=f"{a.tpot_slo:g}"))
     if a.csv:
-        table.to_csv(a.csv, index=False)
+        from ..machine.atomic import write_csv
+        try:
+            write_csv(a.csv, table, index=False)    # whole or not at all
+        except OSError as e:                        # names the file; the old one stays
+            print(t("sim.error", error=e), file=sys.stderr)
+            return 2
         print(t("sim.wrote", path=a.csv))
     return 0
