@@ -196,14 +196,17 @@ def test_damaged_files_are_refused_by_the_reader(toy, tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["block_count-0", "epsilon-nan"])
-def test_the_engine_refuses_before_llama_cpp_loads(toy, tmp_path, monkeypatch, case):
+def test_the_engine_refuses_before_llama_cpp_loads(toy, tmp_path, case):
     from labkit.engine import Engine, EngineConfig
     from labkit.engine import native
-    monkeypatch.setattr(native.llama_cpp, "llama_model_load_from_file",
-                        lambda *a: pytest.fail("llama.cpp was handed the damaged file"))
     bad = damaged(toy, tmp_path, case)
-    with pytest.raises(GGUFError, match=re.escape(CASES[case])):
-        Engine(EngineConfig(str(bad), n_ctx=256, n_slots=1))
+    # Patched and restored inside the test's call: conftest's fast-lane guard patches the same
+    # loader for the call, and a fixture's undo (after the call) would put the guard back.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(native.llama_cpp, "llama_model_load_from_file",
+                   lambda *a: pytest.fail("llama.cpp was handed the damaged file"))
+        with pytest.raises(GGUFError, match=re.escape(CASES[case])):
+            Engine(EngineConfig(str(bad), n_ctx=256, n_slots=1))
 
 
 # ---------------------------------------------------------------------------- through each tool
