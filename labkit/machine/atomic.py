@@ -8,7 +8,7 @@ a part of either::
 
     write_atomic(folder / "recipe.json", text)
     write_csv(folder / "worksheet.csv", df, index=False)
-    save_figure(folder / "plots" / "timeline.png", fig, dpi=110)
+    write_atomic(folder / "plots" / "timeline.png", figure_bytes(fig, dpi=110))
 
 The error of a failed write names the file that was to be written (not the temporary one),
 with the system's reason (``[Errno 28] No space left on device: 'results/recipe.json'``).
@@ -66,12 +66,6 @@ def figure_bytes(fig, fmt: str = "png", **savefig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, **savefig)
     return buf.getvalue()
-
-
-def save_figure(path: str | os.PathLike, fig, **savefig) -> Path:
-    """A matplotlib figure saved atomically, in the format its suffix names (``.png``)."""
-    path = Path(path)
-    return write_atomic(path, figure_bytes(fig, path.suffix.lstrip(".") or "png", **savefig))
 
 
 def _sync_folder(folder: Path) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .embedded import DEFAULT_MODEL_PACKAGE, ModelNotFound, default_model_path  # noqa: F401
 from .gguf import FILE_TYPES, GGML_TYPES, GGUFError  # noqa: F401
-from .hparams import read_model
+from .hparams import Hyperparameters, read_model
 from .synthetic import PREFIX as SYNTHETIC_PREFIX
 
 ENV_MODEL = "LABKIT_MODEL"
@@ -76,18 +76,12 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 @dataclass(frozen=True)
-class ModelInfo:
-    """A GGUF model as its metadata describes it."""
+class ModelInfo(Hyperparameters):
+    """A GGUF model as its metadata describes it: its checked shape (the fields of
+    :class:`~labkit.models.hparams.Hyperparameters`) and what else the file says."""
 
     path: str
     name: str
-    architecture: str
-    n_layer: int
-    n_head: int
-    n_head_kv: int
-    head_dim: int
-    n_embd: int
-    n_ctx_train: int
     file_type: str
     tensor_types: dict[str, int]
     n_params: int
@@ -104,7 +98,7 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
 
     Raises :class:`ModelNotFound` for a missing file and
     :class:`labkit.models.gguf.GGUFError` for a file that is not GGUF, is truncated, or
-    declares a shape llama.cpp cannot load (:func:`labkit.models.gguf.hyperparameters`);
+    declares a shape llama.cpp cannot load (:func:`labkit.models.hparams.hyperparameters`);
     both messages name the path.
     """
     p = resolve_model(path)
@@ -116,15 +110,9 @@ def describe(path: str | os.PathLike | None = None, *, with_hash: bool = True) -
         counts[tname] = counts.get(tname, 0) + 1
     ftype = md.get("general.file_type")
     return ModelInfo(
+        **asdict(hp),
         path=str(p),
         name=str(md.get("general.name", p.stem)),
-        architecture=hp.architecture,
-        n_layer=hp.n_layer,
-        n_head=hp.n_head,
-        n_head_kv=hp.n_head_kv,
-        head_dim=hp.head_dim,
-        n_embd=hp.n_embd,
-        n_ctx_train=hp.n_ctx_train,
         file_type=FILE_TYPES.get(ftype, f"unknown ({ftype})") if ftype is not None else "unknown",
         tensor_types=dict(sorted(counts.items())),
         n_params=sum(t.n_elements for t in header.tensors),

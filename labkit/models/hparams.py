@@ -158,13 +158,9 @@ class _Check:
             if default is None:
                 self.missing(name)
             return default
-        if isinstance(v, ArrayStub):
-            self.fail(name, _show(v), f"a per-layer array must have {n_layer} entries "
-                      f"({self.arch}.block_count)",
-                      f"每層一個值的陣列必須有 {n_layer} 個（{self.arch}.block_count）")
-        if not isinstance(v, list):
+        if not isinstance(v, (list, ArrayStub)):
             return [self.whole(name, v, 1, None)] * n_layer
-        if len(v) != n_layer:
+        if isinstance(v, ArrayStub) or len(v) != n_layer:   # a stub is longer than any model
             self.fail(name, _show(v), f"a per-layer array must have {n_layer} entries "
                       f"({self.arch}.block_count)",
                       f"每層一個值的陣列必須有 {n_layer} 個（{self.arch}.block_count）")

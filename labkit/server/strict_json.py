@@ -67,7 +67,7 @@ def loads(text: str):
         raise ApiError(400, f"{NOT_JSON}: {exc.msg} at line {exc.lineno} "
                             f"column {exc.colno}") from None
     except RecursionError:
-        raise _too_deep() from None
+        raise _Refused("deep").error() from None
     try:
         _check(value, 0, bool(_SURROGATE_ESCAPE.search(text)))
     except _Refused as refused:
@@ -114,10 +114,6 @@ class _Refused(Exception):
         literal = f" parsing '{self.what}'" if self.what else ""   # None: Python read inf
         return ApiError(400, f"{NOT_JSON}: {where}: number overflow{literal} (a JSON number "
                              f"must be within ±{MAX_NUMBER:.4g})")
-
-
-def _too_deep() -> ApiError:
-    return _Refused("deep").error()
 
 
 def _place(path: str) -> str:
