@@ -58,3 +58,44 @@ def test_report_has_the_gain_over_one_slot_and_says_what_was_skipped(tmp_path):
     assert "| synthetic:smollm2-135m | llama-server | 4 | 4096 | 32 | 250 | 2.50 |" in text
     assert "16 slots skipped" in text
     assert (tmp_path / "out" / "results.csv").is_file() and (tmp_path / "out" / "plots.png").is_file()
+
+
+def test_notebooks_are_not_run_off_the_gpu_path_and_the_report_says_why(tmp_path):
+    r = run.Run(tmp_path / "out", tmp_path / "work", budget_s=None)
+    run.notebooks(r, run.NOTEBOOKS, "cpu", "quick")
+    assert r.notebooks == []
+    run.report(r)
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "notebooks' GPU branches not run: the compute path is cpu" in text
+    assert "## Notebooks' GPU branches" not in text
+
+
+def _notebook(path, *cells):
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbformat.write(nb, path)
+
+
+@pytest.mark.slow
+def test_notebooks_run_in_a_kernel_that_requires_the_gpu_and_failures_are_named(tmp_path,
+                                                                              monkeypatch):
+    """Each notebook runs top to bottom in its own kernel with LABKIT_REQUIRE_GPU=1; a cell
+    that raises is the notebook's result, named in the report, and the next notebook still
+    runs."""
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks" / "good.ipynb",
+              "import os\nassert os.environ['LABKIT_REQUIRE_GPU'] == '1'\n"
+              "assert os.environ['LABKIT_QUICK'] == '1'",
+              "def skip_without_gpu(what):\n    return True",
+              "if skip_without_gpu('a GPU cell'):\n    print('gpu cell')")
+    _notebook(tmp_path / "notebooks" / "bad.ipynb", "raise RuntimeError('this cell would be skipped')")
+    monkeypatch.setattr(run, "REPO", tmp_path)
+    r = run.Run(tmp_path / "out", tmp_path / "work", budget_s=None)
+    run.notebooks(r, ["bad", "good"], "gpu", "quick")
+    assert [(n["notebook"], n["result"]) for n in r.notebooks] == [
+        ("bad", "failed: RuntimeError: this cell would be skipped"), ("good", "passed")]
+    assert r.notebooks[1]["gpu_cells"] == 1
+    assert (tmp_path / "out" / "notebooks" / "good.ipynb").is_file()
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| bad | quick | failed: RuntimeError: this cell would be skipped | 0 |" in text
+    assert "| good | quick | passed | 1 |" in text

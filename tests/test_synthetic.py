@@ -184,14 +184,33 @@ def test_too_little_memory_is_refused_before_writing(cache, monkeypatch):
     assert not cache.exists() or not list(cache.glob("*.gguf"))
 
 
-def test_gpu_offload_checks_the_gpus_free_memory(cache, monkeypatch):
-    from labkit.machine import gpu
-    card = gpu.GPU(0, "Card", 24 * 2**30, 2 * 2**30, "1")
-    monkeypatch.setattr(gpu, "list_gpus", lambda: ([card], None))
+def test_gpu_offload_checks_the_gpus_free_memory(cache):
+    spec = synthetic.parse("synthetic:llama-3.1-70b")
     with pytest.raises(synthetic.SyntheticError, match=r"needs about 37.\d GiB of GPU "
                                                        r"memory .* 22.0 GiB free"):
-        synthetic.check_memory(synthetic.parse("synthetic:llama-3.1-70b"), n_gpu_layers=-1)
-    synthetic.check_memory(synthetic.parse("synthetic:llama-3.1-8b"), n_gpu_layers=-1)
+        synthetic.check_memory(spec, n_gpu_layers=-1, gpu_free_bytes=22 * 2**30)
+    synthetic.check_memory(synthetic.parse("synthetic:llama-3.1-8b"), n_gpu_layers=-1,
+                           gpu_free_bytes=22 * 2**30)
+
+
+def test_any_backends_gpu_memory_is_asked_of_llama_cpp_not_nvml(cache, monkeypatch):
+    """A Metal or Vulkan device with NVML absent: the model about to be offloaded is refused
+    before its file is written, from ggml's free memory."""
+    from labkit.engine import devices
+    from labkit.machine import gpu
+    monkeypatch.setattr(gpu, "list_gpus", lambda: ([], "NVML: library not found"))
+    metal = {"name": "Metal", "description": "Apple M2", "type": 2, "backend": "Metal",
+             "free": 10 * 2**30, "total": 16 * 2**30}
+    monkeypatch.setattr(devices, "registry", lambda: [metal])
+    with pytest.raises(synthetic.SyntheticError, match=r"synthetic:llama-3.1-70b:q4_0 needs about "
+                                                       r"37.\d GiB of GPU memory .* 10.0 GiB free"):
+        devices.resolve_to_load("synthetic:llama-3.1-70b", n_gpu_layers=-1)
+    assert not cache.exists() or not list(cache.glob("*.gguf"))
+    # On the CPU (-ngl 0) the same device's memory is not the limit: RAM is.
+    import psutil
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=8 * 2**30))
+    with pytest.raises(synthetic.SyntheticError, match=r"to load on the CPU .* 8.0 GiB available"):
+        devices.resolve_to_load("synthetic:llama-3.1-70b", n_gpu_layers=0)
 
 
 # ---------------------------------------------------------------------------- llama.cpp

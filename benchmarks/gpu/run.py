@@ -13,7 +13,11 @@ Stages, each leaving its files before the next one starts (a run cut short keeps
 5. **bench**: for each model and slot count, a fresh llama-server (the same build) measured by
    labkit's bench on the timing-only workload (the short set's prompts, 35-token answers,
    ``--requests`` of them): aggregate output tok/s, TTFT p50, sampled GPU memory;
-6. **report**: ``report.md``, ``results.csv``, ``requests.csv``, ``plots.png`` in ``--out``.
+6. **notebooks**: the GPU branches of notebooks 00, 03 and 05, each executed top to bottom in
+   its own Jupyter kernel (nbclient) with ``LABKIT_REQUIRE_GPU=1``, so a GPU cell that would be
+   skipped is an error; run only where llama.cpp sees a GPU device (the compute path ``gpu``),
+   the executed copies kept in ``notebooks/``;
+7. **report**: ``report.md``, ``results.csv``, ``requests.csv``, ``plots.png`` in ``--out``.
 
 Without a GPU the CUDA steps say "no GPU" and are skipped; the rest runs on the CPU in a
 reduced form (the installed llama-cpp-python and the xllamacpp wheel's llama-server, the
@@ -23,9 +27,11 @@ small model only, 1 and 2 slots), and the report says what was skipped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +43,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CARRY = HERE / "carry"
 MODELS = ("synthetic:smollm2-135m", "synthetic:llama-3.1-8b:q4_0")
+#: The notebooks with GPU branches (cells guarded by ``nb.skip_without_gpu``).
+NOTEBOOKS = ("00_setup", "03_kv_bytes", "05_slots_live")
+GUARD = re.compile(r"^\s*if .*skip_without_gpu\(", re.M)
 SLOTS = (1, 2, 4, 8, 16)
 BUILD_TARGETS = ("llama-server", "llama", "llama-common", "mtmd")
 
@@ -58,6 +67,7 @@ class Run:
         self.models: list[dict] = []
         self.lines: list[dict] = []
         self.overhead = ""
+        self.notebooks: list[dict] = []
 
     def log(self, msg: str) -> None:
         line = f"[{time.monotonic() - self.t0:6.0f} s] {msg}"
@@ -224,8 +234,10 @@ def build(run: Run, kind: str, gpu: dict | None, source: str | None, jobs: int,
 
 # ---------------------------------------------------------------------------- 4. doctor
 
-def doctor(run: Run, model: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--json", "--model", model],
+def doctor(run: Run, model: str | None) -> dict:
+    """``labkit doctor --json`` on ``model`` (None: the notebooks' model, the embedded one)."""
+    r = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--json",
+                        *(["--model", model] if model else [])],
                        capture_output=True, text=True, timeout=600)
     try:
         report = json.loads(r.stdout)
@@ -333,7 +345,82 @@ def bench(run: Run, models, slots, servers, n_requests, rounds, n_ctx, gpu_layer
                 report(run)
 
 
-# ---------------------------------------------------------------------------- 6. report
+# ---------------------------------------------------------------------------- 6. notebooks
+
+def notebooks(run: Run, names, path: str | None, size: str) -> None:
+    """Execute each notebook top to bottom in its own kernel with ``LABKIT_REQUIRE_GPU=1`` (a
+    GPU cell that would be skipped raises), in quick mode unless ``size`` is ``full``; keep the
+    executed copy in ``notebooks/`` and one line per notebook for the report. Only where the
+    compute path is ``gpu``: elsewhere every GPU branch would be skipped."""
+    if path != "gpu":
+        run.note(f"notebooks' GPU branches not run: the compute path is {path or 'unknown'} "
+                 "(llama.cpp sees no GPU device it can offload to)")
+        return
+    try:
+        import nbformat
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionError
+    except ImportError as exc:
+        run.note(f"notebooks' GPU branches not run: {exc.name} is missing (pip install -e . "
+                 "installs Jupyter; a carry-folder machine has no Jupyter kernel)")
+        return
+    folder = run.out / "notebooks"
+    folder.mkdir(exist_ok=True)
+    env = {"LABKIT_REQUIRE_GPU": "1", "LABKIT_QUICK": "0" if size == "full" else "1"}
+    for name in names:
+        if run.left_s() < 120:
+            run.note(f"notebook {name} not run: {run.left_s():.0f} s of the budget left")
+            continue
+        source = REPO / "notebooks" / f"{name}.ipynb"
+        nb = nbformat.read(source, as_version=4)
+        t0 = time.monotonic()
+        client = NotebookClient(nb, timeout=int(min(600, run.left_s())), kernel_name="python3",
+                                resources={"metadata": {"path": str(source.parent)}})
+        try:
+            with _environment(env):      # the kernel inherits this process's environment
+                client.execute()
+            result = "passed"
+        except CellExecutionError as exc:
+            result = "failed: " + _last_error_line(str(exc))
+        except Exception as exc:         # a timeout, a kernel that died: kept as a line
+            result = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
+        nbformat.write(nb, folder / f"{name}.ipynb")
+        line = {"notebook": name, "size": size, "result": result,
+                "seconds": round(time.monotonic() - t0, 1), "gpu_cells": _gpu_cells(nb)}
+        run.notebooks.append(line)
+        run.log(f"notebook {name}: {result} in {line['seconds']} s, "
+                f"{line['gpu_cells']} GPU cell(s) ran")
+        report(run)
+
+
+@contextlib.contextmanager
+def _environment(values: dict):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _gpu_cells(nb) -> int:
+    """How many GPU-only cells (guarded by ``nb.skip_without_gpu``) were executed; under
+    ``LABKIT_REQUIRE_GPU=1`` one that would have skipped raises instead."""
+    return sum(1 for c in nb.cells if c.cell_type == "code" and GUARD.search(c.source)
+               and c.get("execution_count") is not None)
+
+
+def _last_error_line(text: str) -> str:
+    """The last line of a cell's error, without the terminal colours IPython adds."""
+    lines = [x for x in re.sub(r"\x1b\[[0-9;]*m", "", text).strip().splitlines() if x.strip()]
+    return (lines[-1] if lines else text)[:300]
+
+
+# ---------------------------------------------------------------------------- 7. report
 
 COLUMNS = ["model", "server", "slots", "n_ctx_slot", "n_requests", "output_tok_s",
            "gain_vs_1_slot", "ttft_p50_s", "ttft_max_s", "sampled_peak_mib", "errors",
@@ -426,6 +513,14 @@ def report(run: Run) -> None:
     if run.overhead:
         lines += ["", "## Engine overhead (labkit's host time per step)", "", "```",
                   run.overhead.rstrip(), "```"]
+    if run.notebooks:
+        lines += ["", "## Notebooks' GPU branches", "",
+                  "Each notebook executed top to bottom in its own kernel with "
+                  "LABKIT_REQUIRE_GPU=1 (a GPU cell that would be skipped is an error); the "
+                  "executed copies are in notebooks/.", "",
+                  "| notebook | size | result | GPU cells run | s |", "|---" * 5 + "|"]
+        lines += [f"| {n['notebook']} | {n['size']} | {n['result']} | {n['gpu_cells']} | "
+                  f"{n['seconds']} |" for n in run.notebooks]
     if run.notes:
         lines += ["", "## Notes (skipped, failed, reduced)", ""] + [f"- {n}" for n in run.notes]
     (run.out / "report.md").write_text("\n".join(lines) + "\n")
@@ -443,8 +538,14 @@ def main(argv=None) -> int:
     ap.add_argument("--build", choices=["auto", "cuda", "cpu", "none"], default="auto",
                     help="auto: cuda with a GPU and nvcc, else none (use the installed "
                          "llama-cpp-python and xllamacpp); cpu builds the same tree for the CPU")
-    ap.add_argument("--stage", choices=["build", "all"], default="all",
-                    help="build: stop after the build (a second call then measures)")
+    ap.add_argument("--stage", choices=["build", "notebooks", "all"], default="all",
+                    help="build: stop after the build (a second call then measures); "
+                         "notebooks: the build, doctor and the notebooks' GPU branches only")
+    ap.add_argument("--notebooks", nargs="*", default=None,
+                    help=f"which notebooks' GPU branches to run (default {' '.join(NOTEBOOKS)}; "
+                         "none: --notebooks with no name)")
+    ap.add_argument("--notebook-size", choices=["quick", "full"], default="quick",
+                    help="LABKIT_QUICK=1 (the default) or the notebooks' full size")
     ap.add_argument("--llama-src", default=None, help="a llama.cpp tree or tarball to build")
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--slots", nargs="+", type=int, default=None)
@@ -485,6 +586,13 @@ def main(argv=None) -> int:
     report(run)
     if args.stage == "build":
         return 0
+    names = NOTEBOOKS if args.notebooks is None else args.notebooks
+    if args.stage == "notebooks":
+        found = doctor(run, None)
+        notebooks(run, names, found.get("path"), args.notebook_size)
+        report(run)
+        run.log(f"done: {run.out / 'report.md'}")
+        return 0 if run.notebooks and all(n["result"] == "passed" for n in run.notebooks) else 1
 
     on_gpu = gpu is not None and kind == "cuda"
     gpu_layers = -1 if on_gpu else 0
@@ -500,11 +608,13 @@ def main(argv=None) -> int:
 
     ready = write_models(run, models if on_gpu or args.models else MODELS, gpu_layers)
     report(run)
-    doctor(run, models[0])
+    found = doctor(run, models[0])
     overhead(run, models[0], gpu_layers, (1, 4, 16) if on_gpu else (1, 4))
     report(run)
     ready = [m for m in ready if m in models]
     bench(run, ready, slots, servers, n_requests, args.rounds, n_ctx, gpu_layers, bindir, threads)
+    report(run)
+    notebooks(run, names, found.get("path"), args.notebook_size)
     report(run)
     run.log(f"done: {run.out / 'report.md'}")
     return 0 if run.lines else 1

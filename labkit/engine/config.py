@@ -14,7 +14,7 @@ naming the setting, the value and what is allowed. Two fields are labkit's own: 
 
 from __future__ import annotations
 
-from ..models.files import SYNTHETIC_PREFIX, resolve_model
+from ..models.files import SYNTHETIC_PREFIX
 from ..machine.runenv import usable_cores
 from ..settings import ENGINE, resolve_slots, settings_fields
 
@@ -41,8 +41,8 @@ class EngineConfig:
     def __post_init__(self):
         if str(self.model_path).startswith(SYNTHETIC_PREFIX):
             # synthetic:NAME[:QUANT] becomes its file (labkit.models.synthetic), written on first use.
-            self.model_path = resolve_model(self.model_path, load=True,
-                                            n_gpu_layers=self.n_gpu_layers)
+            from .devices import resolve_to_load
+            self.model_path = resolve_to_load(self.model_path, self.n_gpu_layers)
         self.model_path = str(self.model_path)
 
     @property

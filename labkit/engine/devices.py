@@ -178,6 +178,25 @@ def memory(names: tuple[str, ...] | None = None) -> list[tuple[str, int, int]]:
             if names is None or d.name in names]
 
 
+def free_bytes(gpus: list[Device] | None = None) -> int | None:
+    """The GPU devices' free memory summed, as llama.cpp sees it; None without a GPU device
+    that reports its memory."""
+    gpus = [d for d in (gpu_devices() if gpus is None else gpus) if d.memory_total_bytes > 0]
+    return sum(d.memory_free_bytes for d in gpus) if gpus else None
+
+
+def resolve_to_load(model, n_gpu_layers=0) -> Path:
+    """The file of ``model`` (:func:`labkit.models.files.resolve_model`) for a caller about to
+    load it with ``n_gpu_layers`` offloaded: a synthetic model is first checked against the
+    GPU devices' free memory as llama.cpp sees them (CUDA, Metal, HIP, Vulkan alike), or the
+    RAM when nothing is offloaded, before its file is written."""
+    from ..models.files import ENV_MODEL, SYNTHETIC_PREFIX, resolve_model
+    offloads = n_gpu_layers not in (0, "0", None)
+    synthetic = str(model or os.environ.get(ENV_MODEL) or "").startswith(SYNTHETIC_PREFIX)
+    free = free_bytes() if offloads and synthetic else None
+    return resolve_model(model, load=True, n_gpu_layers=n_gpu_layers, gpu_free_bytes=free)
+
+
 def offloaded_fraction(n_gpu_layers, n_layer: int) -> float:
     """Which part of a model's layers ``-ngl`` puts on the GPU: negative means all (llama.cpp's
     rule); llama.cpp also puts the output layer there once every block is, counted as whole."""

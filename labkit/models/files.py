@@ -30,19 +30,22 @@ ENV_MODEL = "LABKIT_MODEL"
 
 
 def resolve_model(path: str | os.PathLike | None = None, *, load: bool = False,
-                  n_gpu_layers=0) -> Path:
+                  n_gpu_layers=0, gpu_free_bytes: int | None = None) -> Path:
     """The model to use: an explicit path, else $LABKIT_MODEL, else the embedded default.
 
     A ``synthetic:NAME[:QUANT]`` name gives its cached file, written on first use;
-    ``load=True`` (with the ``n_gpu_layers`` it will be loaded with) first checks that it
-    fits in memory (:func:`labkit.models.synthetic.ensure`).
+    ``load=True`` (with the ``n_gpu_layers`` it will be loaded with, and the GPU devices'
+    ``gpu_free_bytes``) first checks that it fits in memory
+    (:func:`labkit.models.synthetic.ensure`; a caller about to load a model uses
+    :func:`labkit.engine.devices.resolve_to_load`, which asks llama.cpp for that memory).
     """
     chosen = path if path is not None else os.environ.get(ENV_MODEL) or None
     if chosen is None:
         return default_model_path()
     if isinstance(chosen, str) and chosen.startswith(SYNTHETIC_PREFIX):
         from .synthetic import ensure
-        return ensure(chosen, load=load, n_gpu_layers=n_gpu_layers)
+        return ensure(chosen, load=load, n_gpu_layers=n_gpu_layers,
+                      gpu_free_bytes=gpu_free_bytes)
     p = Path(chosen).expanduser()
     if not p.exists():
         raise ModelNotFound(f"{p}: no such model file")

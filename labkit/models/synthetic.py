@@ -403,24 +403,22 @@ def check_disk(spec: Spec, folder: Path, n_vocab: int) -> None:
             f"free some space or set ${ENV_CACHE} to a folder with room")
 
 
-def check_memory(spec: Spec, n_gpu_layers=0) -> None:
+def check_memory(spec: Spec, n_gpu_layers=0, gpu_free_bytes: int | None = None) -> None:
     """Can the file be loaded? On the CPU its weights plus LOAD_HEADROOM must fit in the
-    available RAM; with layers offloaded (``n_gpu_layers`` not 0) and an NVIDIA GPU visible,
-    in the GPUs' free memory. Raises :class:`SyntheticError` saying how much is needed."""
+    available RAM; with layers offloaded (``n_gpu_layers`` not 0) and a GPU device there, in
+    ``gpu_free_bytes``: the GPU devices' free memory as llama.cpp sees it, on any backend
+    (:func:`labkit.engine.devices.resolve_to_load` passes it; None means no GPU device).
+    Raises :class:`SyntheticError` saying how much is needed."""
     path = path_for(spec)
     weights = path.stat().st_size if path.is_file() else data_bytes(spec, tokenizer_vocab_size())
     need = weights + LOAD_HEADROOM
-    if n_gpu_layers not in (0, "0", None):
-        from ..machine.gpu import list_gpus
-        gpus, _ = list_gpus()
-        if gpus:
-            free = sum(g.memory_total_bytes - g.memory_used_bytes for g in gpus)
-            if need > free:
-                raise SyntheticError(
-                    f"{spec.name} needs about {_gib(need)} of GPU memory to load (weights + "
-                    f"{_gib(LOAD_HEADROOM)} for KV cache and buffers); the GPUs have "
-                    f"{_gib(free)} free. Try a smaller model or quantization (q4_0)")
-            return
+    if n_gpu_layers not in (0, "0", None) and gpu_free_bytes is not None:
+        if need > gpu_free_bytes:
+            raise SyntheticError(
+                f"{spec.name} needs about {_gib(need)} of GPU memory to load (weights + "
+                f"{_gib(LOAD_HEADROOM)} for KV cache and buffers); the GPUs have "
+                f"{_gib(gpu_free_bytes)} free. Try a smaller model or quantization (q4_0)")
+        return
     import psutil
     free = psutil.virtual_memory().available
     if need > free:
@@ -506,16 +504,18 @@ def _locked(folder: Path):
         os.close(fd)
 
 
-def ensure(name: str, *, load: bool = False, n_gpu_layers=0) -> Path:
+def ensure(name: str, *, load: bool = False, n_gpu_layers=0,
+           gpu_free_bytes: int | None = None) -> Path:
     """The path of ``name``'s synthetic GGUF, written first if it is not in the cache yet.
 
-    ``load=True`` says the caller is about to load it (with ``n_gpu_layers`` offloaded):
-    the memory check then runs too, before anything is written.
+    ``load=True`` says the caller is about to load it (with ``n_gpu_layers`` offloaded, into
+    GPU devices with ``gpu_free_bytes`` free): the memory check then runs too, before
+    anything is written.
     """
     spec = parse(name)
     path = path_for(spec)
     if load:
-        check_memory(spec, n_gpu_layers)
+        check_memory(spec, n_gpu_layers, gpu_free_bytes)
     if path.is_file():
         return path
     folder = path.parent

@@ -31,7 +31,7 @@ import threading
 from .. import settings
 from ..lang.i18n import pick
 from ..machine.unreadable import unreadable_setting
-from ..models.files import describe, resolve_model
+from ..models.files import describe
 from .args import parse_args
 
 log = logging.getLogger("labkit.server")
@@ -52,8 +52,9 @@ def main(argv=None) -> int:
         logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    from ..engine.devices import resolve_to_load
     try:
-        model = str(resolve_model(args.model, load=True, n_gpu_layers=args.n_gpu_layers))
+        model = str(resolve_to_load(args.model, args.n_gpu_layers))
         describe(model, with_hash=False)   # reads the header alone: not GGUF, truncated
     except (OSError, ValueError) as exc:
         log.error("cannot load the model: %s", exc)

@@ -47,7 +47,6 @@ import httpx
 
 from .. import settings
 from ..lang.i18n import pick
-from ..models.files import resolve_model
 from ..settings import ENGINE, SERVER, settings_fields
 
 KINDS = ("labkit", "xllamacpp", "llama-server", "llama_cpp.server")
@@ -387,7 +386,8 @@ class RunningServer:
 def start(config: ServerConfig) -> RunningServer:
     """Start a server and wait until /health answers 200. Call .stop() when done
     (or use :func:`launch`, which always does)."""
-    model_path = str(resolve_model(config.model, load=True, n_gpu_layers=config.n_gpu_layers))
+    from ..engine.devices import resolve_to_load
+    model_path = str(resolve_to_load(config.model, config.n_gpu_layers))
     log_dir = Path(config.log_dir or tempfile.mkdtemp(prefix="labkit-server-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()

@@ -151,7 +151,8 @@ def collect(model: str | None = None, generate: bool = True) -> dict:
     ngl = -1 if build["ok"] and build["gpu_offload"] and gpus else 0
     try:
         # A synthetic model is written here on first use; about to be loaded, it must fit.
-        info = describe(resolve_model(model, load=generate, n_gpu_layers=ngl))
+        from ..engine.devices import resolve_to_load
+        info = describe(resolve_to_load(model, ngl) if generate else resolve_model(model))
         report["model"] = info.to_dict()
     except Exception as exc:
         report["model"] = {"error": str(exc)}
