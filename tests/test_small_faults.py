@@ -36,7 +36,8 @@ def test_the_launcher_logs_the_command_without_the_key_and_runs_it_with_the_key(
     def popen(cmd, **kwargs):          # no process: the log's first line is written by now
         started.append(cmd)
         raise RuntimeError("not started")
-    monkeypatch.setattr(launch, "resolve_model", lambda *a, **k: "/models/m.gguf")
+    from labkit.engine import devices
+    monkeypatch.setattr(devices, "resolve_to_load", lambda *a, **k: "/models/m.gguf")
     monkeypatch.setattr(launch._spawner, "popen", popen)
     with pytest.raises(RuntimeError, match="not started"):
         launch.start(launch.ServerConfig(api_key=KEY, log_dir=str(tmp_path)))
