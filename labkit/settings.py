@@ -255,6 +255,14 @@ TABLE: tuple[Setting, ...] = (
             bench_why="labkit bench measures where the learner's model would run, as the seed "
                       "tutorial's -ngl all does: every layer on the GPU that llama.cpp sees "
                       "(CUDA, Metal, HIP, Vulkan, SYCL); -ngl 0 still measures the CPU"),
+    Setting("op_offload", ("--op-offload",), False, "bool", boolean, "True or False",
+            "run each batch of 32 tokens or more (a prompt) on the GPU device even for the "
+            "layers -ngl keeps on the CPU, copying their weights there (ggml's op offload)",
+            off_flags=("--no-op-offload",), llama_server_default=True,
+            why_different="-ngl 0 then keeps every step on the CPU, so what measures the CPU "
+                          "measures it alone; llama-server's default sends the prompts of a "
+                          "-ngl 0 run to the GPU device it sees (ggml's op offload, "
+                          "GGML_OP_OFFLOAD_MIN_BATCH = 32 tokens)"),
     Setting("split_mode", ("-sm", "--split-mode"), "layer", "str", choice(SPLIT_MODES),
             "none, layer or row", "how to split the model across several GPUs"),
     Setting("main_gpu", ("-mg", "--main-gpu"), 0, "int", integer(0), "an integer >= 0",

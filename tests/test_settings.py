@@ -135,6 +135,7 @@ _values = {
     "type_v": st.sampled_from(settings.CACHE_TYPES),
     "flash_attn": st.sampled_from(settings.FLASH_ATTN_MODES),
     "n_gpu_layers": st.integers(-1, 200),
+    "op_offload": st.booleans(),
     "split_mode": st.sampled_from(settings.SPLIT_MODES),
     "main_gpu": st.integers(0, 7),
     "n_threads": st.one_of(st.none(), st.integers(1, 256)),
@@ -238,3 +239,17 @@ def test_the_engines_llama_cpp_ids_cover_the_tables_choices():
     assert set(native.GGML_CACHE_TYPES) == set(settings.CACHE_TYPES)
     assert set(native.FLASH_ATTN) == set(settings.FLASH_ATTN_MODES)
     assert set(native.SPLIT_MODES) == set(settings.SPLIT_MODES)
+
+
+def test_both_servers_keep_a_cpu_run_on_the_cpu_unless_op_offload_is_asked_for():
+    """llama.cpp sends every batch of 32 tokens or more to a GPU device even at -ngl 0 (ggml's
+    op offload, on by default in llama-server): labkit's default is off, and the launcher says
+    so to llama-server too, so both measure the same place."""
+    for kind in ("labkit", "llama-server", "xllamacpp"):
+        argv = ServerConfig(kind=kind, binary="/bin/llama-server").args("/m.gguf", 1234)
+        assert "--no-op-offload" in argv and "--op-offload" not in argv, (kind, argv)
+    assert "--op-offload" in ServerConfig(op_offload=True).args("/m.gguf", 1234)
+    assert parse_args(["--op-offload"]).op_offload is True
+    assert parse_args([]).op_offload is False
+    (row,) = [d for d in settings.differences() if d["setting"] == "op_offload"]
+    assert row["labkit"] is False and row["llama-server"] is True and "-ngl 0" in row["why"]

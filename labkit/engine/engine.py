@@ -94,7 +94,8 @@ class Engine:
                 self.ctx = LlamaContext(
                     self.model, n_ctx=n_ctx, n_seq_max=n_slots, kv_unified=unified,
                     n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, type_k=cfg.type_k,
-                    type_v=cfg.type_v, flash_attn=cfg.flash_attn, n_threads=cfg.threads)
+                    type_v=cfg.type_v, flash_attn=cfg.flash_attn, n_threads=cfg.threads,
+                    op_offload=cfg.op_offload)
             except Exception:
                 self.model.close()
                 raise
@@ -124,6 +125,7 @@ class Engine:
             "n_threads": cfg.threads, "cont_batching": cfg.cont_batching,
             "reserve": cfg.reserve, "max_queue": cfg.max_queue,
             "n_gpu_layers": cfg.n_gpu_layers, "gpu_layers": _gpu_layers(load_log.text),
+            "op_offload": cfg.op_offload,
         }
         if self.facts["gpu_layers"]:
             from .devices import gpu_devices

@@ -154,8 +154,9 @@ class LlamaContext:
     def __init__(self, model: LlamaModel, *, n_ctx: int, n_seq_max: int = 1,
                  kv_unified: bool = False, n_batch: int = 2048, n_ubatch: int = 512,
                  type_k: str = "f16", type_v: str = "f16", flash_attn: bool | str = "auto",
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, op_offload: bool = False):
         p = llama_cpp.llama_context_default_params()
+        p.op_offload = op_offload
         p.n_ctx = n_ctx
         p.n_seq_max = n_seq_max
         p.kv_unified = kv_unified

@@ -47,6 +47,7 @@ APPLY = {
     # -1 ("all") is llama_model_params' "every layer", but common's "use the default": ask
     # for more layers than any model has, which llama.cpp caps at every layer.
     "n_gpu_layers": lambda p, v, xlc: setattr(p, "n_gpu_layers", v if v >= 0 else 9999),
+    "op_offload": lambda p, v, xlc: setattr(p, "no_op_offload", not v),
     "split_mode": lambda p, v, xlc: setattr(p, "split_mode", getattr(xlc.llama_split_mode, _SPLIT_MODE[v])),
     "main_gpu": lambda p, v, xlc: setattr(p, "main_gpu", v),
     "n_threads": lambda p, v, xlc: _threads(p, v),
