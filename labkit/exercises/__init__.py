@@ -15,13 +15,12 @@ verdict instead of printing it (the tests use it). Worked solutions live apart, 
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..lang.i18n import Both, pick, t, text
 from ..machine.unreadable import fall_back_to_defaults
+from .quantities import Unreadable, is_cjk, readings
 
 CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
 
@@ -114,9 +113,8 @@ def open_question(id: str, question: str | Both, model_answer: str | Both,
 
 def word_count(text: str) -> float:
     """Words in ``text``, a CJK character counting as half a word."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-    latin = len("".join(" " if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" else ch
-                        for ch in text).split())
+    cjk = sum(1 for ch in text if is_cjk(ch))
+    latin = len("".join(" " if is_cjk(ch) else ch for ch in text).split())
     return latin + cjk / 2
 
 
@@ -146,19 +144,26 @@ def evaluate(id: str, answer) -> CheckResult:
         return CheckResult(id, UNANSWERED, pick("replace the ... with your answer and run the cell "
                                                 "again", "把 ... 換成你的答案，再執行一次這一格"),
                            ex.kind)
+    with readings() as notes:
+        status, hint = _verdict(ex, answer)
+    return CheckResult(id, status, pick("; ", "；").join(notes + [hint] if hint else notes),
+                       ex.kind)
+
+
+def _verdict(ex: Exercise, answer) -> tuple[str, str]:
+    """(status, hint or note) of the judge of ``ex`` on ``answer``: whatever it raises is a
+    wrong answer that says why, never a traceback."""
     try:
         right, hint = ex.judge(answer)
-    except LearnerCodeError as exc:
-        return CheckResult(id, WRONG, str(exc), ex.kind)
+    except (LearnerCodeError, Unreadable) as exc:
+        return WRONG, str(exc)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        return CheckResult(id, WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
-                                           f"讀不懂這個答案（`{exc}`）。{ex.question}"), ex.kind)
+        return WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
+                           f"讀不懂這個答案（`{exc}`）。{ex.question}")
     except Exception as exc:     # arithmetic on an answer no check foresaw: still a verdict
-        return CheckResult(id, WRONG, pick(f"could not check this answer ({type(exc).__name__}). "
-                                           f"{ex.question}",
-                                           f"無法檢查這個答案（`{type(exc).__name__}`）。"
-                                           f"{ex.question}"), ex.kind)
-    return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
+        return WRONG, pick(f"could not check this answer ({type(exc).__name__}). {ex.question}",
+                           f"無法檢查這個答案（`{type(exc).__name__}`）。{ex.question}")
+    return (CORRECT if right else WRONG), hint
 
 
 def check(id: str, answer) -> None:
@@ -197,65 +202,6 @@ def kinds() -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- answer helpers
 
-# Words a learner may put around a number: English units, Chinese counters and units, "about".
-_UNITS = ("mib", "gib", "bytes", "byte", "b", "tokens", "token", "requests", "request", "x", "×",
-          "s", "ms")
-_ZERO = ("none", "no one", "zero", "零", "沒有", "都沒有", "一個也沒有", "零個")
-_SMALL = {"一": 1, "二": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-          "十": 10}
-_NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(.*)$", re.I)
-_CJK = re.compile(r"^[\u3400-\u9fff\s]+$")
-_COUNTERS = "個次倍格段位張"
-
-
-def as_number(x) -> float:
-    """An int, float, or a string as a learner writes a number: ``"131,072"``, ``"90 MiB"``,
-    ``"約 60 個"``, ``"8192 格"``, ``"4 倍"``, ``"兩個"``, ``"沒有"`` (0). A unit or counter after
-    the number is dropped (English units, or any Chinese word); anything else is a ValueError in
-    the learner's language."""
-    if isinstance(x, bool):
-        raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
-    if isinstance(x, (int, float)):
-        return finite(x, x)
-    if hasattr(x, "item"):            # numpy scalars
-        return finite(x.item(), x)
-    if not isinstance(x, str):
-        raise TypeError(pick(f"expected a number, got {type(x).__name__}",
-                             f"這裡要的是數字，收到的是 {type(x).__name__}"))
-    s = x.strip().strip("。.！!？? ").replace(",", "").replace("_", "")
-    for about in ("大約", "約", "about", "~"):
-        s = s.removeprefix(about).strip()
-    s = s.removesuffix("左右").strip()
-    if s.lower() in _ZERO:
-        return 0.0
-    if s and s[0] in _SMALL and (len(s) == 1 or s[1] in _COUNTERS):
-        return float(_SMALL[s[0]])                       # 兩個, 四個槽位 (but not 兩百)
-    m = _NUMBER.match(s)
-    if m and (not m[2] or m[2].lower() in _UNITS or _CJK.match(m[2])
-              or m[2].lower().startswith("個")):
-        return finite(m[1], x)
-    raise ValueError(pick(f"expected a number, got {x!r}", f"這裡要的是數字，收到的是 {x!r}"))
-
-
-def finite(value, written) -> float:
-    """``value`` as a float, or a ValueError in the learner's language when it has no finite
-    float (an integer of 400 digits, ``inf``, ``nan``, ``"1e400"``)."""
-    try:
-        v = float(value)
-    except OverflowError:
-        v = math.inf
-    if not math.isfinite(v):
-        shown = repr(written) if len(repr(written)) <= 40 else repr(written)[:37] + "..."
-        raise ValueError(pick(f"expected a finite number, got {shown}",
-                              f"這裡要的是有限的數字，收到的是 {shown}"))
-    return v
-
-
-def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:
-    v = as_number(x)
-    return abs(v - want) <= max(abs_, rel * abs(want))
-
-
 def as_word(x) -> str:
     """A word or phrase, lower case, separators as single spaces, Chinese quotes and final
     punctuation dropped (so "「拒絕」。" reads as "拒絕")."""
@@ -279,7 +225,7 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
         if not words:
             return key
         from ..lang.glossary import avoided
-        cjk = [x for x in words if any("\u3400" <= ch <= "\u9fff" for ch in x) and not avoided(x)]
+        cjk = [x for x in words if any(is_cjk(ch) for ch in x) and not avoided(x)]
         return pick(f"{key} ({'/'.join(words[:2])})",
                     f"{key}（{'/'.join((cjk + list(words))[:2])}）")
     raise ValueError(pick("answer one of: ", "請從這些選一個：") + pick(", ", "、").join(
