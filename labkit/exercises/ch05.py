@@ -165,7 +165,7 @@ open_question(
     "5.6", Both("Open question: what do your numbers say about buying a GPU with more memory "
                 "against one with more memory bandwidth?",
                 "開放題：記憶體比較大的 GPU 和記憶體頻寬比較高的 GPU，你的數字說該買哪一張？"),
-    BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15)
+    BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15, needs_number=True)
 
 
 # ---------------------------------------------------------------------------- 5.7 the stopwatch
