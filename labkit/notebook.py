@@ -10,7 +10,9 @@ The middle line is the notebook's language line: the only line in which the Engl
 Traditional Chinese edition of a notebook differ (:mod:`labkit.lang.editions` checks it). The
 banner then prints four lines (versions, machine, model, mode) instead of doctor's whole
 report. A line a notebook prints for people goes through :func:`say` (or :func:`tr` for a
-text), written in both languages side by side.
+text), written in both languages side by side. The figures in what :func:`say` prints and in
+the tables :func:`show` shows are kept, since the banner, for the open questions that ask about
+the learner's own results (:mod:`labkit.machine.figures`).
 
 This module is a facade. It defines the banner, the recipe and the compute path itself and
 re-exports, by name, the helpers that live in smaller modules: quick mode, :func:`pick` and
@@ -38,16 +40,18 @@ from .lessons.live import (EngineRun, ask, ask_messages, count_tokens, document,
 from .costs.planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate,
                              hourly, prediction_error, read_worksheet, replay,
                              saturation_signals)
-from .lang.i18n import Both, show, value
+from .lang import i18n
+from .lang.i18n import Both, value
 from .lang.i18n import pick as tr
+from .machine import figures
 from .machine.runenv import log_to_file, pick, quick, results_dir
 
 __all__ = [
     # defined here
     "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
-    "say", "skip_without_gpu", "terms", "use_language",
+    "say", "show", "skip_without_gpu", "terms", "use_language",
     # labkit.lang.i18n
-    "Both", "show", "tr", "value",
+    "Both", "tr", "value",
     # labkit.machine.runenv
     "log_to_file", "pick", "quick", "results_dir",
     # labkit.lessons.live
@@ -142,8 +146,17 @@ def use_language(language: str) -> None:
 
 
 def say(english: str, chinese: str) -> None:
-    """Print the line in the notebook's language."""
-    print(tr(english, chinese))
+    """Print the line in the notebook's language, and keep its figures."""
+    line = tr(english, chinese)
+    figures.record_text(line)
+    print(line)
+
+
+def show(table, headings: dict[str, str] | None = None, lang: str | None = None):
+    """``table`` as the notebook shows it (:func:`labkit.lang.i18n.show`: its headings and
+    words in the notebook's language), and its figures kept."""
+    figures.record_table(table)
+    return i18n.show(table, headings, lang)
 
 
 # ---------------------------------------------------------------------------- banner
@@ -197,9 +210,11 @@ def banner_text(report: dict | None = None) -> str:
 def banner() -> None:
     """Print the banner (the first cell of every notebook). An unreadable ``LABKIT_LANG`` or
     ``LABKIT_QUICK`` is one line first, naming it and the values it accepts, and the kernel
-    goes on with its default rather than raising."""
+    goes on with its default rather than raising. A new notebook starts here: the figures
+    kept from the one before are forgotten."""
     from .machine.unreadable import fall_back_to_defaults
     fall_back_to_defaults()
+    figures.forget()
     print(banner_text())
 
 

@@ -15,15 +15,17 @@ verdict instead of printing it (the tests use it). Worked solutions live apart, 
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..lang.i18n import Both, pick, t, text
+from ..machine import figures
 from ..machine.unreadable import fall_back_to_defaults
+from .quantities import Unreadable, is_cjk, readings
 
-CORRECT, WRONG, UNANSWERED = "correct", "wrong", "unanswered"
+#: The verdicts: an open question's answer is ANSWERED (recorded, not graded), never CORRECT.
+CORRECT, WRONG, UNANSWERED, ANSWERED = "correct", "wrong", "unanswered", "answered"
 
 
 CLOSED, OPEN, CODE = "closed", "open", "code"     # a number or a word; explain or decide; a function
@@ -33,7 +35,7 @@ CLOSED, OPEN, CODE = "closed", "open", "code"     # a number or a word; explain 
 class Exercise:
     id: str
     question: str | Both       # shown in the language in use (labkit.lang.i18n.Both)
-    judge: Callable[[Any], tuple[bool, str]]   # answer -> (right?, hint when wrong, or a note)
+    judge: Callable[[Any], tuple[bool | str, str]]   # answer -> (right? or ANSWERED, hint or note)
     kind: str = CLOSED
     needs_model: bool = False     # the judge loads the model (the tests run it in the slow lane)
 
@@ -50,9 +52,8 @@ class CheckResult:
         return self.status == CORRECT
 
     def __str__(self) -> str:
-        mark = {CORRECT: "check.correct", WRONG: "check.wrong", UNANSWERED: "check.unanswered"}
-        if self.kind == OPEN and self.status == CORRECT:
-            mark[CORRECT] = "check.answered"
+        mark = {CORRECT: "check.correct", WRONG: "check.wrong", UNANSWERED: "check.unanswered",
+                ANSWERED: "check.answered"}
         head = f"{t('check.exercise', id=self.id)}{pick(': ', '：')}{t(mark[self.status])}"
         return head + (f"{pick(': ', '：')}{self.message}" if self.message else "")
 
@@ -87,12 +88,14 @@ def open_question(id: str, question: str | Both, model_answer: str | Both,
                   min_words: int = 15, needs_number: bool = False) -> None:
     """Register an open question: explain or decide, in the learner's own words.
 
-    Any answer of at least ``min_words`` words (a CJK character counts as half a word, so 30
-    characters of Chinese are 15 words) is accepted and answered with the model answer and the
-    rubric; with ``needs_number`` the answer must also quote a figure (one digit at least),
-    because the question asks about the learner's own measurements. The model answer stays
-    hidden until then. Each text may be a :class:`labkit.lang.i18n.Both`, shown in the language in
-    use."""
+    An answer is recorded, not graded: the verdict is :data:`ANSWERED`, never correct, and it
+    shows the model answer and the rubric to compare with. Refused first: fewer than
+    ``min_words`` words (a CJK character counts as half a word, so 30 characters of Chinese are
+    15 words), or an answer made mostly of the question's own words. With ``needs_number`` the
+    question asks about the learner's own results, so the answer must quote one of the figures
+    this notebook showed (:mod:`labkit.machine.figures`, within rounding), and the verdict says
+    which; when the notebook has shown none in this kernel, it says it could not compare. Each
+    text may be a :class:`labkit.lang.i18n.Both`, shown in the language in use."""
     def judge(answer):
         if not isinstance(answer, str):
             raise TypeError(pick("answer in words, between quotes", "請用文字作答，放在引號之間"))
@@ -101,23 +104,89 @@ def open_question(id: str, question: str | Both, model_answer: str | Both,
                                f"{2 * min_words} characters of Chinese) that say why",
                                f"寫兩三句話說明原因（至少 {2 * min_words} 個中文字，"
                                f"或 {min_words} 個英文單字）")
-        if needs_number and not any(ch.isdigit() for ch in answer):
-            return False, pick("quote your own figures: the question is about what you measured",
-                               "請引用你自己量到的數字：這題問的是你的測量結果")
-        lines = "\n".join(f"  ({i}) {text(r)}" for i, r in enumerate(rubric, 1))
-        return True, pick(f"compare yours with this.\nModel answer: {text(model_answer)}\n"
-                          f"Rubric:\n{lines}",
-                          f"和下面的參考答案比較看看。\n參考答案：{text(model_answer)}\n"
-                          f"評分重點：\n{lines}")
+        if own_words_share(answer, question) >= ECHO_SHARE:
+            return False, pick("these are the question's own words, not an answer yet: say what "
+                               "you think, in your words",
+                               "這幾乎都是題目自己的字句，還不算回答：請用你自己的話寫出你的想法")
+        refused, figure_note = own_figure(answer, question) if needs_number else (None, "")
+        if refused:
+            return False, refused
+        return ANSWERED, recorded(model_answer, rubric, figure_note)
     exercise(id, question, OPEN)(judge)
+
+
+def recorded(model_answer: str | Both, rubric: list[str | Both], note: str) -> str:
+    """What an open answer gets: recorded, not graded, a ``note`` (which of the learner's
+    figures it quotes), then the model answer and the rubric to compare it with."""
+    items = "\n".join(f"  ({i}) {text(r)}" for i, r in enumerate(rubric, 1))
+    lines = [pick("recorded, not graded: compare yours with the model answer and the rubric.",
+                  "已記錄，不評分：拿你的答案和參考答案、評分重點比較看看。"), note,
+             pick(f"Model answer: {text(model_answer)}", f"參考答案：{text(model_answer)}"),
+             pick("Rubric:", "評分重點："), items]
+    return "\n".join(line for line in lines if line)
 
 
 def word_count(text: str) -> float:
     """Words in ``text``, a CJK character counting as half a word."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-    latin = len("".join(" " if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" else ch
-                        for ch in text).split())
+    cjk = sum(1 for ch in text if is_cjk(ch))
+    latin = len("".join(" " if is_cjk(ch) else ch for ch in text).split())
     return latin + cjk / 2
+
+
+#: The share of an answer's words found in its question above which it is the question
+#: pasted back (a written answer reuses some of the question's words, far fewer than this).
+ECHO_SHARE = 0.6
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_'.-]*")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+
+
+def words_of(text: str) -> list[str]:
+    """``text`` as words: Latin words in lower case, and each pair of neighbouring CJK
+    characters (a lone one alone)."""
+    words = _LATIN_WORD.findall(text.lower())
+    for run in _CJK_RUN.findall(text):
+        words += [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+    return words
+
+
+def own_words_share(answer: str, question: str | Both) -> float:
+    """The share of ``answer``'s words that its question (in either language) holds."""
+    asked = set(words_of(_both_languages(question)))
+    written = words_of(answer)
+    return sum(w in asked for w in written) / len(written) if written else 0.0
+
+
+def _both_languages(value: str | Both) -> str:
+    return f"{value.en}\n{value.zh}" if isinstance(value, Both) else str(value)
+
+
+def own_figure(answer: str, question: str | Both) -> tuple[str | None, str]:
+    """(why the answer is refused, or None; the note that says which of the learner's figures
+    it quotes): an answer about the learner's own results must quote a figure this notebook
+    showed, and the question's own numbers do not count."""
+    asked = {w.value for w in figures.numbers_in(_both_languages(question))}
+    written = [w for w in figures.numbers_in(answer) if w.value not in asked]
+    if not written:
+        return pick("quote your own figures: the question is about what you measured",
+                    "請引用你自己量到的數字：這題問的是你的測量結果"), ""
+    if not figures.shown():
+        return None, pick("This kernel has shown no figure of this notebook yet, so your "
+                          "numbers were not compared with your results (run the notebook's "
+                          "cells above first).",
+                          "這個核心還沒顯示過這本筆記本的任何數字，所以沒有拿你的數字和你的結果"
+                          "比對（請先執行上面的格子）。")
+    found = figures.matching(written)
+    if found is None:
+        quoted = pick(", ", "、").join(w.text for w in written[:4])
+        return pick(f"none of the numbers you quote ({quoted}) is among the figures this "
+                    f"notebook showed you: quote one of your own results",
+                    f"你引用的數字（{quoted}）都不在這本筆記本顯示給你的結果裡：請引用你自己的"
+                    f"結果"), ""
+    w, figure = found
+    return None, pick(f"It quotes {w.text}, one of your own figures ({figure:.6g} in this "
+                      f"notebook's results).",
+                      f"你引用了 {w.text}，是你自己的結果之一（這本筆記本的結果裡是 "
+                      f"{figure:.6g}）。")
 
 
 def call(fn, *args, **kwargs):
@@ -146,19 +215,28 @@ def evaluate(id: str, answer) -> CheckResult:
         return CheckResult(id, UNANSWERED, pick("replace the ... with your answer and run the cell "
                                                 "again", "把 ... 換成你的答案，再執行一次這一格"),
                            ex.kind)
+    with readings() as notes:
+        status, hint = _verdict(ex, answer)
+    return CheckResult(id, status, pick("; ", "；").join(notes + [hint] if hint else notes),
+                       ex.kind)
+
+
+def _verdict(ex: Exercise, answer) -> tuple[str, str]:
+    """(status, hint or note) of the judge of ``ex`` on ``answer``: whatever it raises is a
+    wrong answer that says why, never a traceback."""
     try:
         right, hint = ex.judge(answer)
-    except LearnerCodeError as exc:
-        return CheckResult(id, WRONG, str(exc), ex.kind)
+    except (LearnerCodeError, Unreadable) as exc:
+        return WRONG, str(exc)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        return CheckResult(id, WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
-                                           f"讀不懂這個答案（`{exc}`）。{ex.question}"), ex.kind)
+        return WRONG, pick(f"could not read this answer ({exc}). {ex.question}",
+                           f"讀不懂這個答案（`{exc}`）。{ex.question}")
     except Exception as exc:     # arithmetic on an answer no check foresaw: still a verdict
-        return CheckResult(id, WRONG, pick(f"could not check this answer ({type(exc).__name__}). "
-                                           f"{ex.question}",
-                                           f"無法檢查這個答案（`{type(exc).__name__}`）。"
-                                           f"{ex.question}"), ex.kind)
-    return CheckResult(id, CORRECT if right else WRONG, hint, ex.kind)
+        return WRONG, pick(f"could not check this answer ({type(exc).__name__}). {ex.question}",
+                           f"無法檢查這個答案（`{type(exc).__name__}`）。{ex.question}")
+    if isinstance(right, str):
+        return right, hint
+    return (CORRECT if right else WRONG), hint
 
 
 def check(id: str, answer) -> None:
@@ -197,65 +275,6 @@ def kinds() -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- answer helpers
 
-# Words a learner may put around a number: English units, Chinese counters and units, "about".
-_UNITS = ("mib", "gib", "bytes", "byte", "b", "tokens", "token", "requests", "request", "x", "×",
-          "s", "ms")
-_ZERO = ("none", "no one", "zero", "零", "沒有", "都沒有", "一個也沒有", "零個")
-_SMALL = {"一": 1, "二": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-          "十": 10}
-_NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(.*)$", re.I)
-_CJK = re.compile(r"^[\u3400-\u9fff\s]+$")
-_COUNTERS = "個次倍格段位張"
-
-
-def as_number(x) -> float:
-    """An int, float, or a string as a learner writes a number: ``"131,072"``, ``"90 MiB"``,
-    ``"約 60 個"``, ``"8192 格"``, ``"4 倍"``, ``"兩個"``, ``"沒有"`` (0). A unit or counter after
-    the number is dropped (English units, or any Chinese word); anything else is a ValueError in
-    the learner's language."""
-    if isinstance(x, bool):
-        raise ValueError(pick("expected a number, got True/False", "這裡要的是數字，不是 True/False"))
-    if isinstance(x, (int, float)):
-        return finite(x, x)
-    if hasattr(x, "item"):            # numpy scalars
-        return finite(x.item(), x)
-    if not isinstance(x, str):
-        raise TypeError(pick(f"expected a number, got {type(x).__name__}",
-                             f"這裡要的是數字，收到的是 {type(x).__name__}"))
-    s = x.strip().strip("。.！!？? ").replace(",", "").replace("_", "")
-    for about in ("大約", "約", "about", "~"):
-        s = s.removeprefix(about).strip()
-    s = s.removesuffix("左右").strip()
-    if s.lower() in _ZERO:
-        return 0.0
-    if s and s[0] in _SMALL and (len(s) == 1 or s[1] in _COUNTERS):
-        return float(_SMALL[s[0]])                       # 兩個, 四個槽位 (but not 兩百)
-    m = _NUMBER.match(s)
-    if m and (not m[2] or m[2].lower() in _UNITS or _CJK.match(m[2])
-              or m[2].lower().startswith("個")):
-        return finite(m[1], x)
-    raise ValueError(pick(f"expected a number, got {x!r}", f"這裡要的是數字，收到的是 {x!r}"))
-
-
-def finite(value, written) -> float:
-    """``value`` as a float, or a ValueError in the learner's language when it has no finite
-    float (an integer of 400 digits, ``inf``, ``nan``, ``"1e400"``)."""
-    try:
-        v = float(value)
-    except OverflowError:
-        v = math.inf
-    if not math.isfinite(v):
-        shown = repr(written) if len(repr(written)) <= 40 else repr(written)[:37] + "..."
-        raise ValueError(pick(f"expected a finite number, got {shown}",
-                              f"這裡要的是有限的數字，收到的是 {shown}"))
-    return v
-
-
-def close(x, want: float, rel: float = 1e-6, abs_: float = 0.0) -> bool:
-    v = as_number(x)
-    return abs(v - want) <= max(abs_, rel * abs(want))
-
-
 def as_word(x) -> str:
     """A word or phrase, lower case, separators as single spaces, Chinese quotes and final
     punctuation dropped (so "「拒絕」。" reads as "拒絕")."""
@@ -279,7 +298,7 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str:
         if not words:
             return key
         from ..lang.glossary import avoided
-        cjk = [x for x in words if any("\u3400" <= ch <= "\u9fff" for ch in x) and not avoided(x)]
+        cjk = [x for x in words if any(is_cjk(ch) for ch in x) and not avoided(x)]
         return pick(f"{key} ({'/'.join(words[:2])})",
                     f"{key}（{'/'.join((cjk + list(words))[:2])}）")
     raise ValueError(pick("answer one of: ", "請從這些選一個：") + pick(", ", "、").join(

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 from ..models import catalog, kv
 from ..lang.i18n import Both, pick
-from . import as_number, as_word, choice, exercise, open_question
+from . import as_word, choice, exercise, open_question
+from .quantities import quantity
 
 # The embedded model's training context, from the catalogue (its file says the same).
 SMOLLM2_N_CTX_TRAIN = catalog.get("smollm2-135m").n_ctx_train
+
+#: How the recipe's hash field may be written (spaces taken out): its name, alone.
+SHA_FIELD = ("sha256", "thesha256")
 
 
 @exercise("0.1", Both("Which field of the recipe proves that two model files hold the same bytes? "
                       "Answer with its name as a string.",
                       "配方裡哪一個欄位，能證明兩個模型檔的位元組完全相同？請用字串寫出它的名稱。"))
 def _recipe_field(answer):
-    w = as_word(answer).replace(" ", "")
-    if "sha256" in w or "sha 256" in as_word(answer):
+    w = as_word(answer).strip("`").replace(" ", "")
+    if w.removeprefix("model.").removesuffix("欄位").removesuffix("field") in SHA_FIELD:
         return True, ""
+    if "sha" in w:
+        return False, pick("write the field's name alone, as the recipe spells it",
+                           "只寫欄位的名稱，照配方裡的寫法")
     if w in ("hash", "雜湊", "雜湊值", "哈希", "filehash", "checksum", "校驗和", "檔案雜湊"):
         return False, pick("right idea; write the field's name as the recipe spells it",
                            "方向對了；請照配方裡的寫法，寫出那個欄位的名稱")
@@ -59,7 +66,7 @@ def _exact_fit(answer):
                       "n_ctx_slot？"))
 def _two_slots(answer):
     want = kv.slot_context(2048, 2, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
-    v = as_number(answer)
+    v = quantity(answer, "cells")
     if v == want:
         return True, ""
     if v == 2048:

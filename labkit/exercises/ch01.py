@@ -4,7 +4,8 @@ one step's cost by hand, and whether continuous batching needs PagedAttention.""
 from __future__ import annotations
 
 from ..lang.i18n import Both, pick
-from . import CODE, as_number, as_word, call, choice, exercise, open_question
+from . import CODE, as_word, call, choice, exercise, open_question
+from .quantities import quantity
 
 FIVE_PARTS = {
     "guest's order": "request",
@@ -104,7 +105,7 @@ def static_idle_steps(outputs=(10, 20, 40, 400)) -> int:
     "靜態批次、4 個槽位：四位客人同時到達，分別要 10、20、40 和 400 個輸出 token（每一步一個 "
     "token）。要 10 個 token 的那位客人的桌子，在下一批可以開始之前要空等幾步？"))
 def _idle(answer):
-    v = as_number(answer)
+    v = quantity(answer, "steps")
     want = static_idle_steps()
     if v == want:
         return True, ""
@@ -134,7 +135,7 @@ def smallest_slots_for_ttft(limit_s: float = 1.0, rate: float = 4.0, mix: str = 
     "低於 1 秒的最少槽位數是多少？"))
 def _slots_for_ttft(answer):
     want = smallest_slots_for_ttft()
-    v = as_number(answer)
+    v = quantity(answer, "slots")
     if v == want:
         return True, ""
     if v > want:
@@ -150,7 +151,7 @@ def _slots_for_ttft(answer):
     "一步裡載著 3 個正在生成的槽位各一個解碼 token，再加上一段新提示的 200 個 token。這一次 "
     "llama_decode 要處理多少個 token？"))
 def _tokens_in_step(answer):
-    v = as_number(answer)
+    v = quantity(answer, "tokens")
     if v == 203:
         return True, ""
     if v == 200:
@@ -182,7 +183,7 @@ def step_ms_of_1_4(cost=None) -> float:
     "而那 200 個 token 是一段新提示的開頭，練習 1.4 的那一步要花幾毫秒？"))
 def _step_ms(answer):
     want = step_ms_of_1_4()
-    v = as_number(answer)
+    v = quantity(answer, "ms")
     if abs(v - want) <= 0.001 * want:
         return True, ""
     if abs(1000 * v - want) <= 0.001 * want:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import CODE, LearnerCodeError, as_number, call, exercise, open_question
+from . import CODE, LearnerCodeError, call, exercise, open_question
+from .quantities import quantity
 from ..lang.i18n import Both, pick
 from ..lessons.handbuilt import (chat_tokens, context, engine_run, first_difference,
                                  guarded_decode, pattern, schedule)
@@ -23,7 +24,7 @@ def decode_calls(prompt_lens, n_slots: int, answer_lens, n_batch: int = 2048) ->
                       "三個 30 token 的提示同時送到一個有 2 個槽位的批次器；每個回答剛好 5 個 token，"
                       "一整個提示放得進一個批次。服務完這三個請求，總共要呼叫幾次 llama_decode？"))
 def _calls(answer):
-    v = as_number(answer)
+    v = quantity(answer, "steps")
     want = decode_calls([30, 30, 30], 2, 5)
     if v == want:
         return True, ""
@@ -170,7 +171,7 @@ def _chunked(fn):
                       "一個有 2 個槽位、n_batch = 32 的批次器同時收到兩個 40 token 的提示；每個回答"
                       "剛好 3 個 token。用分塊預填，服務完兩個請求要呼叫幾次 llama_decode？"))
 def _chunked_calls(answer):
-    v = as_number(answer)
+    v = quantity(answer, "steps")
     want = decode_calls([40, 40], 2, 3, n_batch=32)
     if v == want:
         return True, ""

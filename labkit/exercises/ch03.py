@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..costs import capacity
 from ..models import catalog, kv
 from ..lang.i18n import Both, pick
-from . import CODE, as_number, call, close, exercise, open_question
+from . import CODE, call, exercise, open_question
+from .quantities import as_number, close, quantity
 
 SEED_8B = catalog.get("llama-3.1-8b")
 
@@ -18,7 +19,7 @@ SEED_8B = catalog.get("llama-3.1-8b")
                       f"頭維度 {SEED_8B.head_dim}）用 q8_0 的 KV 快取，每個 token 要幾個位元組？"))
 def _q8(answer):
     want = SEED_8B.kv_bytes_per_token("q8_0")
-    v = as_number(answer)
+    v = quantity(answer, "B", per="token")
     if close(v, want):
         return True, ""
     if close(v, SEED_8B.kv_bytes_per_token("f16")):
@@ -42,8 +43,8 @@ def embedded_kv_mib(n_ctx: int = 4096, kv_type: str = "f16") -> float:
                       "f16?", "內建模型用 f16 存 4096 格，KV 快取要幾 MiB？"))
 def _embedded(answer):
     want = embedded_kv_mib()
-    v = as_number(answer)
-    if close(v, want, abs_=0.01):
+    v = quantity(answer, "MiB")
+    if close(v, want, rel=0.005):           # 0.088 GiB, written to two figures, is right
         return True, ""
     if close(v, want * 2**20, rel=1e-6):
         return False, pick("that is in bytes; divide by 2**20 for MiB",
@@ -64,7 +65,7 @@ def conversations_24gib_q8() -> int:
                       "q8_0 的 KV 快取。同時放得下幾段 8192 個 token 的對話？"))
 def _calc(answer):
     want = conversations_24gib_q8()
-    v = as_number(answer)
+    v = quantity(answer, "conversations")
     if v == want:
         return True, ""
     f16 = capacity.plan(24, "llama-3.1-8b-q4", kv_type="f16", tokens_per_conversation=8192)
@@ -87,7 +88,7 @@ def _calc(answer):
                       "KV 頭（分組查詢注意力，GQA）。如果每個查詢頭都保有自己的鍵和值，"
                       "它的 KV 快取會變成幾倍？"))
 def _gqa(answer):
-    v = as_number(answer)
+    v = quantity(answer, "x")
     if close(v, SEED_8B.gqa_group):
         return True, ""
     if close(v, 1 / SEED_8B.gqa_group):
@@ -116,7 +117,7 @@ def _unused(answer):
     if isinstance(answer, (dict, str)) or not hasattr(answer, "__len__") or len(answer) != 2:
         return False, pick("answer with a pair of numbers, (split, paged)",
                            "請用一對數字回答：(分割, 分頁)")
-    split, paged = (as_number(x) for x in answer)
+    split, paged = (quantity(x, "cells") for x in answer)
     want_split, want_paged = unused_cells()
     ok_split = split in (want_split, want_split + 1)       # 410 or 409 cells counted as held
     ok_paged = paged in (want_paged, want_paged + 1)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..models import catalog, kv
 from ..lang.i18n import Both, pick
-from . import CODE, as_number, call, choice, exercise, open_question
+from . import CODE, call, choice, exercise, open_question
+from .quantities import quantity
 
 # The embedded model's training context, from the catalogue (its file says the same).
 SMOLLM2_N_CTX_TRAIN = catalog.get("smollm2-135m").n_ctx_train
@@ -34,7 +35,7 @@ def _tuple(answer, n):
                       "伺服器回報的 n_ctx_slot 是多少？"))
 def _train_cap(answer):
     want = kv.slot_context(16384, 1, False, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
-    v = as_number(answer)
+    v = quantity(answer, "cells")
     if v == want:
         return True, ""
     if v == 16384:
@@ -56,7 +57,7 @@ def _train_cap(answer):
                       "各是多少？用 (n_ctx, n_ctx_seq) 作答。"))
 def _padding(answer):
     sc = kv.slot_context(1000, 3, False)
-    got = tuple(int(as_number(x)) for x in _tuple(answer, 2))
+    got = tuple(int(quantity(x, "cells")) for x in _tuple(answer, 2))
     if got == (sc.n_ctx, sc.n_ctx_seq):
         return True, ""
     if got[1] in (333, 341):
@@ -80,7 +81,7 @@ def _padding(answer):
                       "例如「統一」、「共用桌」或「分割」。"))
 def _auto(answer):
     n, unified, slot = _tuple(answer, 3)
-    n, slot = int(as_number(n)), int(as_number(slot))
+    n, slot = int(quantity(n, "slots")), int(quantity(slot, "cells"))
     if not isinstance(unified, bool):
         unified = choice(unified, KV_MODES) == "unified"
     want = kv.slot_context(8192, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN).n_ctx_slot
@@ -114,7 +115,7 @@ def reserved_at_once(pool: int = 4096, prompt: int = 900, max_tokens: int = 500,
                       "一個 4096 格的統一池，reserve=True，來了四個請求，每個的提示有 900 個 "
                       "token、max_tokens=500。同時有幾個在跑？"))
 def _reserve(answer):
-    v = as_number(answer)
+    v = quantity(answer, "requests")
     want = reserved_at_once()
     if v == want:
         return True, ""
@@ -140,7 +141,7 @@ def _reserve(answer):
                       "--kv-unified-per-slot 1536。沒寫 -c 時，llama-server 配置幾個 KV 格？"
                       "寫了 -c 4096 時又是幾個？用 (沒寫, 有寫) 作答。"))
 def _per_slot_pool(answer):
-    without, with_c = (int(as_number(x)) for x in _tuple(answer, 2))
+    without, with_c = (int(quantity(x, "cells")) for x in _tuple(answer, 2))
     want = tuple(kv.server_slot_context(c, 4, True, n_ctx_train=SMOLLM2_N_CTX_TRAIN,
                                         per_slot=1536).n_ctx for c in (0, 4096))
     if (without, with_c) == want:
@@ -169,7 +170,7 @@ def _per_slot_pool(answer):
                       "at the same time?",
                       "llama-server -c 8192 -b 512 -ub 128 -np 2：它同時服務幾個請求？"))
 def _batch_is_not_slots(answer):
-    v = as_number(answer)
+    v = quantity(answer, "requests")
     if v == 2:
         return True, pick("-b and -ub size the batches of tokens inside one llama_decode call; the "
                           "slot count alone says how many requests are served at once (FAQ 6)",

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 
 from ..lang.i18n import Both, pick
-from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
+from . import CODE, LearnerCodeError, as_word, call, choice, exercise, open_question
+from .quantities import as_number, quantity
 
 
 @exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
                       "12 份文件，每個回答 64 個 token，整批的實際經過時間是 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
-    v = as_number(answer)
+    v = quantity(answer, "tok/s")
     want = 12 * 64 / 8
     if abs(v - want) < 0.01:
         return True, ""
@@ -97,7 +98,7 @@ SPEED_TOLERANCE = 0.10
                       "（批次 1）的解碼 tok/s。"))
 def _speed(answer):
     from ..costs.roofline import machine, model_cost
-    v = as_number(answer)
+    v = quantity(answer, "tok/s")
     m, c = machine(), model_cost()
     want = m.bandwidth / c.weight_bytes
     formula = (f"{m.bandwidth / 1e9:.2f} GB/s / {c.weight_bytes / 1e6:.1f} MB of weights "
@@ -164,7 +165,7 @@ open_question(
     "5.6", Both("Open question: what do your numbers say about buying a GPU with more memory "
                 "against one with more memory bandwidth?",
                 "開放題：記憶體比較大的 GPU 和記憶體頻寬比較高的 GPU，你的數字說該買哪一張？"),
-    BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15)
+    BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15, needs_number=True)
 
 
 # ---------------------------------------------------------------------------- 5.7 the stopwatch
@@ -286,7 +287,7 @@ def _timer(fn):
                       "一個請求生成了 35 個 token；送出後 2.50 秒收到第一個 token，3.35 秒收到"
                       "最後一個。只看用戶端的時鐘，它的解碼速度是多少 tok/s？"))
 def _decode_speed(answer):
-    v = as_number(answer)
+    v = quantity(answer, "tok/s")
     if 34 / 0.85 * 0.95 <= v <= 35 / 0.85 * 1.05:
         return True, pick("the server's timings.predicted_per_second measures the same span, "
                           "first token to last, on its own clock",

@@ -4,7 +4,8 @@ tasks, the prefix cache, and what your own on/off timelines say."""
 from __future__ import annotations
 
 from ..lang.i18n import Both, pick
-from . import as_number, choice, exercise, open_question
+from . import choice, exercise, open_question
+from .quantities import quantity
 
 
 SETTINGS = {
@@ -53,7 +54,7 @@ def _truncation(answer):
                       "time?",
                       "8 份互不相依的摘要，再加 1 次合併，4 個槽位：同一時間最多有幾次模型呼叫？"))
 def _dependent(answer):
-    v = as_number(answer)
+    v = quantity(answer, "requests")
     if v == 4:
         return True, ""
     if v in (8, 9):
@@ -72,7 +73,7 @@ def _dependent(answer):
                       "開頭 700 個完全相同的 token，加上約 60 token 的文件，快取開著，一個槽位："
                       "第二個請求大約要重新處理多少個提示 token（60 還是 760）？"))
 def _prefix(answer):
-    v = as_number(answer)
+    v = quantity(answer, "tokens")
     if 40 <= v <= 100:
         return True, ""
     if v >= 700:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..lang.i18n import Both, pick
-from . import CODE, LearnerCodeError, as_number, as_word, call, choice, exercise, open_question
+from . import CODE, LearnerCodeError, as_word, call, choice, exercise, open_question
+from .quantities import quantity
 
 # The policies by the names the notebook, the seed article (001_027e2139b87c0d3a.txt) and the
 # glossary give them, in English and Traditional Chinese (and the words a learner may use instead);
@@ -69,7 +70,7 @@ def queue_refusals(n: int = 10, slots: int = 2, max_queue: int = 4) -> int:
                       "一台 labkit 伺服器有 2 個閒置的槽位，佇列上限是 4（labkit 自己的 "
                       "--max-queue 4），同一瞬間收到 10 個請求。有幾個會立刻被拒絕（HTTP 503）？"))
 def _bounded(answer):
-    v = as_number(answer)
+    v = quantity(answer, "requests")
     want = queue_refusals()
     if v == want:
         return True, ""
@@ -170,7 +171,7 @@ def llama_server_refusals(n: int = 10, slots: int = 2) -> int:
                       "同樣 10 個請求同時送到有 2 個閒置槽位的 llama-server（-np 2）。它會立刻"
                       "拒絕幾個？"))
 def _llama_server(answer):
-    v = as_number(answer)
+    v = quantity(answer, "requests")
     if v == llama_server_refusals():
         return True, ""
     if v == queue_refusals():

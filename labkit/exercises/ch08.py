@@ -4,13 +4,14 @@ instance that is always up, a day's plot, a chat's KV memory, and rent or buy fo
 from __future__ import annotations
 
 from ..lang.i18n import Both, pick
-from . import as_number, choice, exercise, open_question
+from . import choice, exercise, open_question
+from .quantities import quantity
 
 
 @exercise("8.1", Both("Predicted 10 s, measured 12 s: (predicted - measured) / measured?",
                       "預測 10 秒、實測 12 秒：(預測 - 實測) / 實測 是多少？"))
 def _error(answer):
-    v = as_number(answer)
+    v = quantity(answer, "")
     want = (10 - 12) / 12
     if abs(v - want) < 0.005:
         return True, ""
@@ -30,7 +31,7 @@ def _error(answer):
                       "sequences?",
                       "a = 0.01、b = 0、每個解碼中的序列 c = 0.002、d = e = 0：有 8 個序列的一步要幾秒？"))
 def _step(answer):
-    v = as_number(answer)
+    v = quantity(answer, "s")
     if abs(v - (0.01 + 8 * 0.002)) < 1e-6:
         return True, ""
     if abs(v - 8 * 0.002) < 1e-6:
@@ -50,7 +51,7 @@ BUY, POWER, RENT, BUSY_H, DAYS = 600, 10, 1.0, 4, 30
                       "買卡 600，加上每月電費 10；租執行個體每小時 1.0，開著 24 小時 x 30 天，"
                       "每天忙 4 小時：幾個月後回本？"))
 def _break_even(answer):
-    v = as_number(answer)
+    v = quantity(answer, "months")
     if abs(v - BUY / (24 * DAYS * RENT - POWER)) < 0.005:
         return True, ""
     if abs(v - BUY / (24 * DAYS * RENT)) < 0.005:
@@ -94,9 +95,7 @@ SEED_8B_KV = 2 * 32 * 8 * 128 * 2        # bytes per token, the seed's 8B exampl
                       "在種子文章的 8B 模型上（每個 token 131,072 B 的 KV），16 段各 2,048 個 token "
                       "的對話：合計多少 GiB 的 KV？"))
 def _chat_kv(answer):
-    if isinstance(answer, str):
-        answer = answer.strip().removesuffix("GiB").removesuffix("gib").removesuffix("GB")
-    v = as_number(answer)
+    v = quantity(answer, "GiB")
     want = 16 * 2048 * SEED_8B_KV / 2**30
     if abs(v - want) < 0.01 * want:
         return True, ""

@@ -30,8 +30,9 @@ answer_1_4 = 3 + 200
 _cost = sim.preset("rtx4090", "8b-q4")
 answer_1_5 = 1000 * (_cost.a + _cost.b * 200 + _cost.c * 3 + _cost.d * 1703 + _cost.e * 20_000)
 
-# 1.6: open; any answer of two or three sentences that quotes the run's figures is accepted,
-# and the model answer and rubric appear. One such answer:
+# 1.6: open; an answer of two or three sentences that quotes one of the run's figures (as the
+# notebook printed it, within rounding) is recorded, not graded, and the model answer and
+# rubric appear. One such answer:
 answer_1_6 = ("No. My engine read a new prompt in 2 of its 60 steps while the other slots kept "
               "decoding, with a fixed stripe of 512 cells per slot and no pages, so continuous "
               "batching is only scheduling between steps. PagedAttention hands out KV memory in "

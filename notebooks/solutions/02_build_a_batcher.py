@@ -4,8 +4,9 @@
 # so the third is admitted in call 6 and gives its tokens in calls 6-10.
 answer_2_1 = 10
 
-# 2.2: an open question; any answer of two or three sentences that quotes your own figures is
-# accepted, and the check shows the model answer and the rubric. One such answer:
+# 2.2: an open question; an answer of two or three sentences that quotes one of your own
+# figures (as the notebook printed it, within rounding) is recorded, not graded, and the check
+# shows the model answer and the rubric. One such answer:
 answer_2_2 = ("In my table the step that read a 34-token prompt beside one decode took 111 ms, "
               "a decode-only step with both slots busy 13 ms. Every step reads all the weights "
               "once, but the arithmetic grows with the tokens in the batch: 36 rows against 2, "

@@ -20,8 +20,8 @@ answer_3_4 = 32 // 8
 # 3.5: split sets aside the whole 2048-cell stripe; paged takes 26 blocks of 16 = 416 cells.
 answer_3_5 = (2048 - 410, 16 * 26 - 410)
 
-# 3.6: open; any answer of a few sentences that quotes the learner's figures is accepted, and
-# the model answer and rubric appear. One such answer:
+# 3.6: open; an answer of a few sentences that quotes one of the learner's figures (within
+# rounding) is recorded, not graded, and the model answer and rubric appear. One such answer:
 answer_3_6 = ("No. With split KV each of the 4 slots gets 4096 tokens, and at the 0.53 characters "
               "per token I measured for Traditional Chinese, 4000 characters are about 7500 "
               "tokens, so the server would refuse them before any answer. I would tokenize real "

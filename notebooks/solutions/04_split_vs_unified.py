@@ -35,8 +35,8 @@ def answer_4_8(c, np, unified, n_ctx_train):
     return min(per_seq, n_ctx_train)
 
 
-# 4.9: an open question; any answer that reasons with numbers is accepted, then compared with
-# the model answer and rubric.
+# 4.9: an open question; an answer that reasons with this notebook's numbers (besides the
+# question's own) is recorded, not graded, then compared with the model answer and rubric.
 answer_4_9 = ("Split -np 4 -c 24576 gives each agent 6144 but refuses the 20k document, so I "
               "choose unified -np 4 -c 32768: one slot may take the whole 20k document. If the "
               "four agents (4 x 6k = 24k) and the document (20k) grow together, 44k is more than "

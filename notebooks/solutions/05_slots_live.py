@@ -18,13 +18,15 @@ answer_5_4 = "slower"
 # second over the weights' bytes: your latest measured bandwidth / the model's tensor bytes.
 answer_5_5 = roofline.machine().bandwidth / roofline.model_cost().weight_bytes
 
-# 5.6: an open question; an answer of a few sentences gets the model answer and the rubric.
+# 5.6: an open question about your own numbers; an answer of a few sentences that quotes one of
+# your figures (within rounding) is recorded, not graded, and gets the model answer and the
+# rubric. The figures below are an example; quote yours.
 answer_5_6 = ("Memory capacity only decides what fits, a bigger model or more streams at once; "
               "bandwidth sets the ceiling of one stream's speed. My batch-1 rate came in well below "
-              "the speed formula, so here arithmetic and per-step work set the speed and more "
-              "bandwidth alone would help little; slots raised the decode total until the "
-              "arithmetic caught up, and prefill stayed flat, so prompt-heavy work needs more "
-              "arithmetic, not more memory.")
+              "the speed formula (31 tok/s against 124), so here arithmetic and per-step work set "
+              "the speed and more bandwidth alone would help little; slots raised the decode total "
+              "until the arithmetic caught up, and prefill stayed flat, so prompt-heavy work needs "
+              "more arithmetic, not more memory.")
 
 
 # 5.7: send one streaming request; start the clock just before sending; the first chunk whose

@@ -30,7 +30,8 @@ def answer_7_5(request, now):
 # (llamacpp:requests_deferred) and served when a slot frees up. None is refused.
 answer_7_6 = 0              # "0 個" and "沒有" are read as 0 too
 
-# 7.7: an open question; see the model answer the check prints. One answer:
+# 7.7: an open question; an answer that quotes your own figures (within rounding) is recorded,
+# not graded: compare it with the model answer the check prints. One answer:
 answer_7_7 = ("SJF kept the chat's TTFT p90 near 1.0 s but starved 17 of 52 reports, the longest "
               "waiting 57 s; FIFO gave 12.8 s and 11.9 s, fair share 0.2 s and 15.9 s. Aging at "
               "20 tokens per second waited gave 35.3 s and 4.5 s, inside both limits, so I deploy "

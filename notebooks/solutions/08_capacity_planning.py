@@ -17,8 +17,8 @@ answer_8_4 = "容量不足"
 # 8.5: 16 x 2,048 tokens x 131,072 B = 4 GiB.
 answer_8_5 = 16 * 2048 * 131072 / 2**30
 
-# 8.6: an open question; any answer of 30 words or more that quotes a figure is accepted, then
-# compared with the model answer and the rubric.
+# 8.6: an open question; an answer of 30 words or more that quotes one of your figures (within
+# rounding) is recorded, not graded, then compared with the model answer and the rubric.
 answer_8_6 = ("My simulated day kept the server busy about 6 hours a day. At 1 dollar an hour an "
               "instance left up costs 720 a month and serverless 180; a 600 dollar card with 10 a "
               "month of power breaks even in under a month against the instance and in about 3.5 "
