@@ -58,6 +58,33 @@ def test_the_engine_loads_every_layer_onto_the_device(model_path, caplog):
     assert f"offloaded {n_layer + 1}/{n_layer + 1} layers to GPU" in caplog.text
 
 
+
+def _prompt_graph_splits(model_path, caplog, **engine) -> int:
+    """How many pieces llama.cpp's scheduler cuts a prompt-sized graph into, from its own log
+    line "graph (pp bs=..., tg bs=...): nodes = ..., splits = PP / TG" (or "splits = N" when
+    both are equal): 1 means the whole prompt runs on one backend."""
+    import logging
+    import re
+
+    from labkit.engine import Engine, EngineConfig
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="labkit.engine.llama"):
+        with Engine(EngineConfig(model_path, n_ctx=512, n_slots=1, n_gpu_layers=0, **engine)):
+            pass
+    m = re.search(r"graph.*: nodes = [0-9 /]+, splits = (\d+)", caplog.text)
+    assert m, caplog.text[-2000:]
+    return int(m[1])
+
+
+def test_ngl_0_keeps_prompts_on_the_cpu_unless_op_offload_is_asked_for(model_path, caplog):
+    """With every layer on the CPU (-ngl 0), llama.cpp still runs a batch of 32 tokens or more
+    on the GPU device it sees when op offload is on (llama-server's default): the prompt graph
+    is cut between the device and the CPU. labkit's default (--no-op-offload) keeps it whole on
+    the CPU."""
+    assert _prompt_graph_splits(model_path, caplog) == 1
+    assert _prompt_graph_splits(model_path, caplog, op_offload=True) > 1
+
+
 def test_labkit_serve_says_how_many_layers_went_to_the_device(model_path, tmp_path):
     from labkit.server.launch import ServerConfig, launch
     with launch(ServerConfig(n_ctx=512, n_slots=1, n_gpu_layers="all",
