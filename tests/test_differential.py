@@ -1,7 +1,7 @@
 """labkit's server against llama.cpp's llama-server, case by case.
 
 Every case of tests/differential_cases.py is sent to labkit's server and to the reference
-llama-server (the xllamacpp wheel, the `ref` extra) started with the same flags and the same
+llama-server (the xllamacpp wheel, a dependency of labkit) started with the same flags and the same
 model, and the two answers are compared as the case says. Each pair of servers is started once
 per flag set (the cases are run grouped by flag set, the base flag set last: the session's
 server pool, tests/conftest.py, hands that pair on to tests/test_differential_engine.py) and

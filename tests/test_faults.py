@@ -2,8 +2,8 @@
 
 Startup: a server that cannot serve exits at once with status 1 and one error line naming the
 cause, and the launcher reports it as soon as the process exits (timings are printed, not
-asserted: timing targets belong in benchmarks); llama-server (the xllamacpp wheel, the `ref`
-extra) started the same way fails alike. Requests: every error is llama-server's JSON shape,
+asserted: timing targets belong in benchmarks); llama-server (the xllamacpp wheel, a
+dependency of labkit) started the same way fails alike. Requests: every error is llama-server's JSON shape,
 an unexpected exception included. Processes: a server dies with the process that started it,
 not with the thread. ``labkit bench`` stopped with Ctrl-C keeps its finished runs.
 
@@ -75,7 +75,7 @@ def _llama_server_fails_alike(settings: dict, reason: str):
     """llama-server started with the same settings exits as labkit's server does: status 1,
     soon, for a reason matching ``reason``. Not compared (and said so) without xllamacpp."""
     if importlib.util.find_spec("xllamacpp") is None:
-        print("llama-server: not compared, xllamacpp is not installed (the `ref` extra)")
+        print("llama-server: not compared, xllamacpp is not installed")
         return
     failed, took = _fails_to_start(ServerConfig(kind="xllamacpp", **settings))
     print(f"llama-server: exit {failed.returncode} after {took:.2f} s: {failed.reason}")

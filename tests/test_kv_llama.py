@@ -38,3 +38,63 @@ def test_formula_matches_allocated_kv_bytes(model, model_path, type_k):
     allocated = log.kv_bytes()
     # llama.cpp prints MiB with two decimals: equal within that rounding.
     assert abs(allocated - kv.kv_cache_bytes(info, 2048, type_k)) <= 0.005 * 2**20
+
+
+def _graph_runs(model, *, n_seq: int, unified: bool, n_ubatch: int, parts) -> int:
+    """How many times one llama_decode runs the model's graph: llama.cpp's eval callback is asked
+    about every node of every graph it computes; count the asks for the output tensor.
+    ``parts``: (sequence, new tokens, tokens already in its KV) for each sequence in the batch."""
+    import ctypes
+
+    import llama_cpp
+    lib = llama_cpp.llama_cpp._lib          # the loaded libllama, linked to ggml
+    get_name = lib.ggml_get_name
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+    runs = [0]
+
+    @llama_cpp.ggml_backend_sched_eval_callback
+    def seen(tensor, ask, _):
+        if ask and get_name(tensor) == b"result_output":
+            runs[0] += 1
+        return not ask                      # watch nothing; go on computing
+
+    p = llama_cpp.llama_context_default_params()
+    p.n_ctx, p.n_seq_max, p.kv_unified = 4096, n_seq, unified
+    p.n_batch, p.n_ubatch = 2048, n_ubatch
+    p.cb_eval, p.cb_eval_user_data = seen, None
+    ctx = llama_cpp.llama_init_from_model(model.ptr, p)
+    try:
+        def batch_of(rows):
+            b = llama_cpp.llama_batch_init(len(rows), 0, 1)
+            for i, (seq, pos, last) in enumerate(rows):
+                b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = 100 + pos % 50, pos, 1, last
+                b.seq_id[i][0] = seq
+            b.n_tokens = len(rows)
+            return b
+
+        for seq, _, past in parts:          # what each sequence already holds
+            if past:
+                b = batch_of([(seq, pos, pos == past - 1) for pos in range(past)])
+                assert llama_cpp.llama_decode(ctx, b) == 0
+                llama_cpp.llama_batch_free(b)
+        b = batch_of([(seq, past + i, i == new - 1) for seq, new, past in parts for i in range(new)])
+        runs[0] = 0
+        assert llama_cpp.llama_decode(ctx, b) == 0
+        llama_cpp.llama_batch_free(b)
+        return runs[0]
+    finally:
+        llama_cpp.llama_free(ctx)
+
+
+def test_one_llama_decode_runs_the_model_once_per_micro_batch(model):
+    """A step reads the weights once per micro-batch, not once per llama_decode: a 2048-token
+    prompt at -ub 512 runs the graph four times. With split KV a micro-batch takes the same
+    number of tokens from each sequence in it (llama_batch_allocr::split_equal), so one
+    decode token beside a 35-token prompt runs twice (1 + 1, then 34); unified KV, once."""
+    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=512, parts=[(0, 2048, 0)]) == 4
+    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=2048, parts=[(0, 2048, 0)]) == 1
+    mixed = [(0, 1, 10), (1, 35, 0)]
+    assert _graph_runs(model, n_seq=2, unified=True, n_ubatch=512, parts=mixed) == 1
+    assert _graph_runs(model, n_seq=2, unified=False, n_ubatch=512, parts=mixed) == 2
+    assert _graph_runs(model, n_seq=2, unified=False, n_ubatch=512,
+                       parts=[(0, 1, 10), (1, 1, 10)]) == 1

@@ -3,6 +3,8 @@
 2026-11-30): "sizing KV pool to n_parallel * kv_unified_per_slot = 2 * 1024 = 2048",
 "capping per-slot context (3072) to --kv-unified-per-slot (1000)" and so on."""
 
+from pathlib import Path
+
 import pytest
 
 from labkit.models import kv
@@ -61,8 +63,50 @@ def test_flags_and_pool_lines():
         "srv    load_model: initializing, n_slots = 2, n_ctx_slot = 1024, kv_unified = 'true'"]
 
 
-def test_skip_note_names_the_extra():
-    assert "[ref]" in llama_server.skip_note("x") and llama_server.skip_note("x").startswith("skipped: x")
+def _platform(monkeypatch, system, machine):
+    monkeypatch.setattr(llama_server.sys, "platform", system)
+    monkeypatch.setattr(llama_server.platform, "machine", lambda: machine)
+
+
+def test_skip_note_on_a_platform_with_a_wheel_names_the_wheel_and_pip(monkeypatch):
+    _platform(monkeypatch, "linux", "x86_64")
+    note = llama_server.skip_note("x")
+    assert note.startswith("skipped: x. llama.cpp's llama-server is missing: the xllamacpp wheel")
+    assert "pip install -e ." in note and "\n" not in note
+
+
+def test_skip_note_on_a_platform_without_a_wheel_names_it_and_the_build_script(monkeypatch):
+    _platform(monkeypatch, "win32", "ARM64")
+    note = llama_server.skip_note("x")
+    assert "PyPI has no xllamacpp wheel for win32 ARM64" in note and "\n" not in note
+    assert f"bash {llama_server.BUILD_SCRIPT}" in note and "PATH" in note
+    assert (Path(__file__).resolve().parents[1] / llama_server.BUILD_SCRIPT).is_file()
+
+
+def test_the_dependency_marker_names_the_platforms_with_a_wheel():
+    """pyproject.toml installs xllamacpp exactly where WHEEL_PLATFORMS says PyPI has a wheel."""
+    tomllib = pytest.importorskip("tomllib")      # Python 3.11+
+    from packaging.requirements import Requirement
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    req = next(Requirement(d) for d in project["project"]["dependencies"]
+               if d.startswith("xllamacpp"))
+    assert "xllamacpp" not in " ".join(project["project"]["optional-dependencies"]["ref"])
+    others = [("linux", "ppc64le"), ("linux", "s390x"), ("linux", "armv7l"), ("win32", "ARM64"),
+              ("win32", "x86"), ("freebsd14", "amd64")]
+    for pair in llama_server.WHEEL_PLATFORMS + tuple(others):
+        env = {"sys_platform": pair[0], "platform_machine": pair[1]}
+        assert req.marker.evaluate(env) == (pair in llama_server.WHEEL_PLATFORMS), pair
+
+
+def test_a_llama_server_binary_on_path_stands_in_for_the_wheel(monkeypatch):
+    monkeypatch.setattr(llama_server.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(llama_server.shutil, "which", lambda name: "/opt/llama/bin/llama-server")
+    assert llama_server.reference_kind() == "llama-server" and llama_server.reference_installed()
+    assert llama_server.describe() == "/opt/llama/bin/llama-server"
+    assert llama_server._resolve(llama_server.REFERENCE) == "llama-server"
+    monkeypatch.setattr(llama_server.shutil, "which", lambda name: None)
+    assert llama_server.reference_kind() is None and not llama_server.reference_installed()
+    assert llama_server.llama_server_burst() is None
 
 
 @pytest.mark.slow
@@ -106,7 +150,7 @@ def test_metric_reads_a_gauge_and_not_its_help_line():
 @pytest.mark.slow
 def test_llama_server_defers_a_burst_and_refuses_none():
     if not llama_server.reference_installed():
-        pytest.skip("llama-server (xllamacpp, the ref extra) is not installed")
+        pytest.skip("no llama-server here (neither the xllamacpp wheel nor a binary on PATH)")
     gauges, answers = llama_server.llama_server_burst(n=4, max_tokens=4, n_slots=1)
     assert gauges["requests_deferred"].max() >= 1
     assert (answers["status"] == 200).all() and len(answers) == 4

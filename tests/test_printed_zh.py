@@ -86,7 +86,12 @@ def test_skip_notes(edition, monkeypatch, capsys):
     assert nb.skip_without_gpu(nb.tr("the same sweep on the GPU", "GPU 上的同一組量測")) is False
     note = llama_server.skip_note(nb.tr("the same two requests on llama-server itself",
                                         "在 llama-server 上送出同樣兩個請求"))
+    monkeypatch.setattr(llama_server.sys, "platform", "win32")      # a platform with no wheel
+    monkeypatch.setattr(llama_server.platform, "machine", lambda: "ARM64")
+    elsewhere = llama_server.skip_note(nb.tr("the burst on llama-server itself",
+                                             "在 llama-server 本身送出這一波請求"))
     _says(edition, english(capsys.readouterr().out, note))
+    _says(edition, english(elsewhere))
 
 
 def test_bench_help_and_doctor(edition):

@@ -292,9 +292,11 @@ open_question(
         "llama-server fails every request in flight with HTTP 500 'Context size has been "
         "exceeded.' (section 6). So either size -c for the worst day (about 45056 after padding, "
         "and pay its KV bytes, notebook 03), or keep -c 32768 and send the document when the "
-        "agents are quiet (or to a separate -np 1 server), cap ordinary slots with "
-        "--kv-unified-per-slot, and retry a 500 in the client; labkit's reserve=True would make "
-        "requests wait instead, but llama-server has no such option.",
+        "agents are quiet (or to a separate -np 1 server), and retry a 500 in the client. "
+        "--kv-unified-per-slot cannot cap only the agents' slots: its one cap applies to every "
+        "slot, and a cap that keeps 4 slots within 32768 (8192 each) refuses the 20k document "
+        "too. labkit's reserve=True would make requests wait instead, but llama-server has no "
+        "such option.",
         "分割 -np 4 讓每一段是 -c/4：-c 24576 夠 Agent 用（每個 6144），但那份 20k 的文件會"
         "收到 HTTP 400 被拒絕；要在分割模式下收它，得用 -c 81920，記憶體是四倍，一天裡大半時間"
         "閒著。統一 -np 4 -c 32768 讓一個槽位就能收下那份文件（n_ctx_slot = min(32768, 32768)），"
@@ -302,8 +304,9 @@ open_question(
         "llama-server 讓每一個在途請求都以 HTTP 500 `Context size has been exceeded.` 失敗"
         "（第 6 節）。所以要嘛照最糟的那天設 -c（補齊後約 45056，並付出它的 KV 位元組，見筆記本 "
         "03），要嘛維持 -c 32768，在 Agent 空閒時才送那份文件（或送到另一台 -np 1 的伺服器），"
-        "用 --kv-unified-per-slot 限制一般的槽位，並在用戶端重試 500；labkit 的 reserve=True "
-        "會讓請求改成等待，但 llama-server 沒有這個選項。"),
+        "並在用戶端重試 500。--kv-unified-per-slot 沒辦法只限制 Agent 的槽位：它只有一個上限，"
+        "每個槽位都套用；能讓 4 個槽位留在 32768 之內的上限（每個 8192）也會拒絕那份 20k 的"
+        "文件。labkit 的 reserve=True 會讓請求改成等待，但 llama-server 沒有這個選項。"),
     rubric=[
         Both("computes the split stripe (-c / np, padded) and sees the 20k document refused "
              "(HTTP 400)",

@@ -73,7 +73,8 @@ TERMS: list[Term] = [
          "processing the prompt tokens, many per step; sets the time to first token",
          ("prompt processing", "預填充", "提示處理")),
     Term("decode", "解碼", "逐步生成", "cooking one bite at a time",
-         "generating one token per sequence per step; reads all weights once per step",
+         "generating one token per sequence per step; a step reads all the weights once per "
+         "microbatch it is cut into, not once per step",
          ("decoding", "decode step", "解碼步驟", "生成")),
     Term("token", "token", "", "a bite",
          "the model's unit of text; not a character: one Chinese character is often one token "
@@ -125,10 +126,12 @@ TERMS: list[Term] = [
          "llama_decode call for llama.cpp (-b, n_batch), which is not the slot count",
          ("batch", "批次", "max batch size", "最大批次大小", "n_batch", "max_num_seqs")),
     Term("microbatch", "實體批次", "", "one pan of a big order",
-         "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch)",
+         "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch); "
+         "llama.cpp runs the whole model, reading every weight, once per microbatch",
          ("micro-batch", "physical batch", "ubatch", "n_ubatch", "微批次", "微批")),
     Term("step", "步驟", "", "one round of the kitchen",
-         "one forward pass of the model over the current batch (one llama_decode call)",
+         "one llama_decode call over the current batch: one forward pass of the model per "
+         "microbatch",
          ("iteration", "迭代", "decode iteration", "一步")),
     # ---- scheduling (seed 001, section 五: the policies by the names it gives them)
     Term("scheduling policy", "排程策略", "", "who is seated next",
@@ -149,8 +152,9 @@ TERMS: list[Term] = [
          "balance service per user or per request (e.g. the Virtual Token Counter, VTC)",
          ("fair", "fair sharing", "fairshare", "vtc", "virtual token counter", "公平分配",
           "公平共享")),
-    Term("hybrid", "混合", "", "regulars first, but nobody waits too long",
-         "priority first, then waiting time (aging), so no request starves",
+    Term("hybrid", "混合", "", "regulars first, then whoever came first",
+         "seed 001's policy: priority first, then arrival time; a low-priority request can "
+         "still starve (notebook 07 measures it), only aging prevents that",
          ("hybrid policy", "mixed", "混合策略")),
     Term("queue depth", "佇列深度", "", "guests waiting at the door",
          "requests waiting for a slot; steadily above zero means the server is saturated",
@@ -219,7 +223,8 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "prefill": ("先把點單讀完",
                 "處理提示的 token，一步處理很多個；決定首字等待時間"),
     "decode": ("一口一口地做菜",
-               "每一步為每個序列生成一個 token；每一步都把全部權重讀過一次"),
+               "每一步為每個序列生成一個 token；一步裡的每個實體批次都把全部權重讀過一次，"
+               "不是每一步只讀一次"),
     "token": ("一口", "模型處理文字的單位；不等於字元：一個中文字常是一個或更多個 token"),
     "tokenizer": ("廚房把一張單切成一口一口的方法",
                   "模型自己的對照表，把文字切成 token、再把 token 拼回文字（llama_tokenize；GGUF "
@@ -245,15 +250,18 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "batch size": ("廚房一輪煮幾份單",
                    "一步處理多少：vLLM 指序列數（max_num_seqs），llama.cpp 指一次 llama_decode "
                    "的 token 數（-b，n_batch），不是槽位數"),
-    "microbatch": ("一大份單裡的一鍋", "一個邏輯批次為了一次計算切出的實體區塊（-ub，n_ubatch）"),
-    "step": ("廚房的一輪", "模型對目前批次做一次前向計算（一次 llama_decode 呼叫）"),
+    "microbatch": ("一大份單裡的一鍋", "一個邏輯批次為了一次計算切出的實體區塊（-ub，n_ubatch）；"
+                   "llama.cpp 每個實體批次都把整個模型跑一次，讀過每一個權重"),
+    "step": ("廚房的一輪", "對目前批次的一次 llama_decode 呼叫：每個實體批次做一次模型的前向計算"),
     "scheduling policy": ("下一位讓誰入座", "每一步決定哪些等待中的請求加入批次的規則"),
     "FIFO": ("照到達的順序入座", "依到達順序服務；公平又簡單，但一個長請求會擋住短的"),
     "SJF": ("快的單先做", "先服務預期輸出最短的請求；平均延遲最低，長請求可能永遠等下去"),
     "priority": ("熟客優先", "先服務優先級高的請求；優先級低的可能餓死"),
     "fair share": ("每一桌客人都分到廚房的一份力氣",
                    "依使用者或請求平衡服務量（例如虛擬 token 計數器 VTC）"),
-    "hybrid": ("熟客優先，但沒有人等太久", "先看優先級，再看等待時間（老化），所以沒有請求會餓死"),
+    "hybrid": ("熟客優先，同一級的先來先坐",
+               "種子 001 的策略：先看優先級，再看到達時間；優先級低的請求仍可能餓死"
+               "（筆記本 07 量給你看），只有老化才能避免"),
     "queue depth": ("門口排隊的客人", "等待槽位的請求數；持續大於零表示伺服器已飽和"),
     "saturation": ("桌桌客滿，門口還排了隊", "超過這個負載，再多的請求只會拉長佇列，吞吐不再增加"),
     "preemption": ("請一位客人暫時讓出桌子", "暫停一個執行中的請求（釋放或換出它的 KV），騰出空間給另一個"),

