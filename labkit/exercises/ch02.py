@@ -54,17 +54,21 @@ open_question(
          "各花了多久？為什麼前者比較慢？"),
     model_answer=Both(
         "The step that read a prompt of about 35 tokens next to one decode took several times "
-        "as long as a step of two decodes (your table has the two figures). Every step "
-        "reads all the weights once, whatever it carries; what grows with the batch is the "
-        "arithmetic, one row of every matrix product per token. A decode-only step has two "
-        "rows, the admitting step about 36, so it does far more work, yet much less than 35 "
-        "separate decode steps would, because the weights are read once for all those rows. "
+        "as long as a step of two decodes (your table has the two figures). llama.cpp runs "
+        "the model, reading every weight, once per micro-batch of a step: the decode-only step "
+        "is one micro-batch, and with this notebook's split KV the admitting step is two (one "
+        "token from each slot, then the rest of the prompt), so it reads the weights twice, "
+        "not 35 times. What grows with the tokens is the arithmetic, one row of every matrix "
+        "product per token: about 36 rows against two, so far more work, yet much less than "
+        "35 separate decode steps would take. "
         "The other slot's token waits for that longer step: that is the price a newcomer's "
         "prefill puts on everyone already generating, and what chunked prefill spreads out.",
         "在一個解碼旁邊讀入約 35 個 token 提示的那一步，花的時間是兩個解碼那一步的好幾倍"
-        "（兩個數字都在你的表裡）。不管一步裝了什麼，每一步都把所有權重讀一次；隨批次變大的是"
-        "運算量：每個 token 在每個矩陣乘法裡占一列。只解碼的一步有兩列，讀入提示的一步約 36 列，"
-        "所以工作多得多；但還是遠少於分開做 35 次解碼，因為這些列只讀一次權重。另一個槽位的 "
+        "（兩個數字都在你的表裡）。llama.cpp 每個實體批次跑一次模型、把每個權重讀一次：只解碼的"
+        "那一步是一個實體批次；這本筆記本用分割 KV，讀入提示的那一步是兩個（先從每個槽位各取一個 "
+        "token，再跑提示剩下的部分），所以權重讀兩次，不是 35 次。隨 token 變多的是運算量："
+        "每個 token 在每個矩陣乘法裡占一列，約 36 列對兩列，工作多得多，但還是遠少於分開做 35 "
+        "次解碼。另一個槽位的 "
         "token 要等這個比較長的步驟：這就是新來者的預填讓所有正在生成的請求付出的代價，"
         "也是分塊預填（chunked prefill）要攤開的東西。"),
     rubric=[Both("quotes the two durations from their own table",
@@ -74,8 +78,9 @@ open_question(
                  "說出讀入提示的一步裝的 token 多得多（整個提示），只解碼的一步則是每個生成中的"
                  "槽位一個 token"),
             Both("says the cost per step grows with the tokens in the batch, while reading the "
-                 "weights is paid once per step",
-                 "說出每一步的成本隨批次裡的 token 數增加，而讀權重是每一步付一次"),
+                 "weights is paid once per micro-batch (here one or two per step), not per token",
+                 "說出每一步的成本隨批次裡的 token 數增加，而讀權重是每個實體批次付一次（這裡每一步"
+                 "一或兩次），不是每個 token 一次"),
             Both("notes that the other slot's next token is delayed by the longer step",
                  "指出另一個槽位的下一個 token 被這個比較長的步驟拖慢了")],
     needs_number=True)
