@@ -48,7 +48,7 @@ from .machine.runenv import log_to_file, pick, quick, results_dir
 
 __all__ = [
     # defined here
-    "banner", "banner_text", "compute_path", "gpus", "recipe", "save_recipe",
+    "banner", "banner_text", "compute_path", "gpu_size", "gpus", "recipe", "save_recipe",
     "say", "show", "skip_without_gpu", "terms", "use_language",
     # labkit.lang.i18n
     "Both", "tr", "value",
@@ -278,6 +278,22 @@ def skip_without_gpu(what: str) -> bool:
     say(f"skipped: {what}\n  because: {why}. The CPU cells above cover the same idea.",
         f"已略過：{what}\n  原因：{why}。上面的 CPU 格子講的是同一件事。")
     return False
+
+
+def gpu_size(software, usual):
+    """The size of a GPU cell: ``usual``, or ``software`` when the GPU path's device is a
+    software one (Mesa's lavapipe, shown as ``llvmpipe``: a GPU to llama.cpp that computes on
+    the CPU, a few tokens a second), saying so in one line: its figures are the CPU's, never a
+    GPU's."""
+    soft = [g for g in compute_path()["gpus"][:1] if g.get("software")]
+    if not soft:
+        return usual
+    name = f"{soft[0].get('device')} ({soft[0].get('name')})"
+    say(f"{name} is a software device: it computes on the CPU, so this cell runs a smaller size, "
+        "and its figures are the CPU's, not a GPU's",
+        f"{name} 是軟體裝置：它用 CPU 計算，所以這一格跑比較小的規模，量到的數字是 CPU 的，"
+        "不是 GPU 的")
+    return software
 
 
 # ---------------------------------------------------------------------------- the recipe

@@ -193,3 +193,27 @@ def test_a_software_gpus_bandwidth_is_the_cpus(monkeypatch):
     monkeypatch.setattr(roofline, "_software_gpu", lambda: None)     # a real GPU without NVML
     with pytest.raises(RuntimeError, match="NVML"):
         roofline.measure_machine(gpu=True, keep=False)
+
+
+@pytest.mark.parametrize("gpus, expected", [
+    ([dict(device="Vulkan0", name="llvmpipe (LLVM 15.0.6, 256 bits)", software=True)], "small"),
+    ([dict(device="CUDA0", name="NVIDIA H200", software=False)], "usual"),
+    ([], "usual"),
+])
+def test_a_gpu_cell_runs_a_smaller_size_on_a_software_device_and_says_so(gpus, expected,
+                                                                         monkeypatch, capsys):
+    monkeypatch.setattr(notebook, "compute_path", lambda: {"path": "gpu" if gpus else "cpu",
+                                                           "gpus": gpus})
+    assert notebook.gpu_size("small", "usual") == expected
+    said = capsys.readouterr().out
+    if expected == "small":
+        assert "Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits)) is a software device" in said
+        assert "not a GPU's" in said
+    else:
+        assert said == ""
+
+
+def test_software_device_is_the_first_gpu_device_when_it_is_a_software_one():
+    assert devices.software_device(devices.gpu_devices([CPU, LLVMPIPE])).name == "Vulkan0"
+    assert devices.software_device(devices.gpu_devices([CPU, H200, LLVMPIPE])) is None
+    assert devices.software_device([]) is None

@@ -193,11 +193,11 @@ def _software_gpu() -> str | None:
     """The name of the software GPU device llama.cpp would use (lavapipe's ``llvmpipe``), or
     None when its first GPU device is a real one or there is none."""
     try:
-        from ..engine.devices import gpu_devices
-        found = gpu_devices()
+        from ..engine.devices import software_device
+        found = software_device()
     except Exception:
         return None
-    return f"{found[0].name} ({found[0].description})" if found and found[0].software else None
+    return f"{found.name} ({found.description})" if found else None
 
 
 def measure_machine(*, gpu: bool = False, flops: float | None = None,

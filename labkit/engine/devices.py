@@ -171,6 +171,13 @@ def gpu_devices(raw: list[dict] | None = None) -> list[Device]:
     return [d for d in devices(raw) if d.is_gpu]
 
 
+def software_device(gpus: list[Device] | None = None) -> Device | None:
+    """The GPU device llama.cpp uses first, when it is a software one (Mesa's lavapipe, shown as
+    ``llvmpipe``): a GPU to llama.cpp that computes on the CPU. None for a real GPU or none."""
+    gpus = gpu_devices() if gpus is None else gpus
+    return gpus[0] if gpus and gpus[0].software else None
+
+
 def memory(names: tuple[str, ...] | None = None) -> list[tuple[str, int, int]]:
     """(name, used bytes, total bytes) of each GPU device, or of those named: ggml's total
     minus free. On a device shared with other programs this is the whole device's use."""
