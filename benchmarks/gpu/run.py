@@ -19,7 +19,7 @@ Stages, each leaving its files before the next one starts (a run cut short keeps
    the executed copies kept in ``notebooks/``;
 7. **report**: ``report.md``, ``results.csv``, ``requests.csv``, ``plots.png`` in ``--out``.
 
-Without a GPU the CUDA steps say "no GPU" and are skipped; the rest runs on the CPU in a
+Without an NVIDIA GPU the CUDA steps say "no NVIDIA GPU" and are skipped; the rest runs on the CPU in a
 reduced form (the installed llama-cpp-python and the xllamacpp wheel's llama-server, the
 small model only, 1 and 2 slots), and the report says what was skipped.
 """
@@ -91,12 +91,12 @@ def machine(run: Run) -> dict | None:
                      cpus=os.cpu_count())
     smi = shutil.which("nvidia-smi")
     if not smi:
-        run.note("no GPU: nvidia-smi is not installed")
+        run.note("no NVIDIA GPU: nvidia-smi is not installed")
         return None
     q = subprocess.run([smi, "--query-gpu=name,memory.total,compute_cap,driver_version",
                         "--format=csv,noheader,nounits"], capture_output=True, text=True)
     if q.returncode != 0 or not q.stdout.strip():
-        run.note(f"no GPU: nvidia-smi says {(q.stderr or q.stdout).strip()[:200]}")
+        run.note(f"no NVIDIA GPU: nvidia-smi says {(q.stderr or q.stdout).strip()[:200]}")
         return None
     name, mem, cap, driver = [x.strip() for x in q.stdout.splitlines()[0].split(",")]
     gpu = {"name": name, "memory_mib": int(float(mem)), "compute_cap": cap, "driver": driver,
@@ -475,7 +475,8 @@ def report(run: Run) -> None:
              "number is timing and memory, never answer quality.", "",
              "## Machine", "",
              f"- GPU: {gpu['name']}, {gpu['memory_mib']} MiB, compute capability "
-             f"{gpu['compute_cap']}, driver {gpu['driver']}" if gpu else "- GPU: none",
+             f"{gpu['compute_cap']}, driver {gpu['driver']}" if gpu else
+             "- NVIDIA GPU (nvidia-smi): none; the devices llama.cpp sees are below",
              f"- CPUs: {f.get('cpus')}; Python {f.get('python')}; {f.get('platform')}"]
     b = f.get("build")
     if b:
@@ -571,8 +572,9 @@ def main(argv=None) -> int:
         if gpu and not nvcc:
             run.note("no CUDA compiler (nvcc): the CUDA build is skipped")
     if kind == "none" and not gpu:
-        run.note("no GPU: the CUDA build, GPU offload and GPU memory are skipped; the CPU "
-                 "runs below are a reduced form of the GPU steps")
+        run.note("no NVIDIA GPU: the CUDA build is skipped, and the measurements below run on the "
+                 "CPU in a reduced form of the GPU steps (the notebooks' GPU branches still run "
+                 "wherever llama.cpp sees a GPU device)")
     try:
         bindir = build(run, kind, gpu, args.llama_src, args.jobs, nvcc)
     except Exception as exc:
