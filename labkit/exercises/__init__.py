@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ..lang.i18n import Both, pick, t, text
 from ..machine import figures
 from ..machine.unreadable import fall_back_to_defaults
+from .learner_code import LearnerCodeError, Rule, call
 from .quantities import Unreadable, is_cjk, readings
 
 #: The verdicts: an open question's answer is ANSWERED (recorded, not graded), never CORRECT.
@@ -58,10 +59,6 @@ class CheckResult:
         return head + (f"{pick(': ', '：')}{self.message}" if self.message else "")
 
 
-class LearnerCodeError(Exception):
-    """The learner's function raised: reported as a wrong answer with the error, never raised."""
-
-
 REGISTRY: dict[str, Exercise] = {}
 _last: dict[str, CheckResult] = {}
 
@@ -70,7 +67,9 @@ def exercise(id: str, question: str, kind: str = CLOSED, needs_model: bool = Fal
     """Register ``judge(answer) -> (right, hint)`` as the check of exercise ``id``.
 
     ``kind`` is :data:`CLOSED` (a number, a word, a choice), :data:`CODE` (the answer is the
-    learner's function; the judge runs it through :func:`call`) or :data:`OPEN` (use
+    learner's function; the judge runs it through :func:`call`, with a time limit and the
+    :class:`Rule` of what it may not call, on fixed cases and cases drawn at check time:
+    :mod:`labkit.exercises.learner_code`) or :data:`OPEN` (use
     :func:`open_question`). ``needs_model=True`` says that the judge loads the model."""
     if kind not in (CLOSED, OPEN, CODE):
         raise ValueError(f"kind must be {CLOSED}, {OPEN} or {CODE}, not {kind!r}")
@@ -187,18 +186,6 @@ def own_figure(answer: str, question: str | Both) -> tuple[str | None, str]:
                       f"notebook's results).",
                       f"你引用了 {w.text}，是你自己的結果之一（這本筆記本的結果裡是 "
                       f"{figure:.6g}）。")
-
-
-def call(fn, *args, **kwargs):
-    """Run the learner's function; what it raises comes back as a wrong answer, not a traceback."""
-    if not callable(fn):
-        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
-                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:      # the learner's code may raise anything
-        raise LearnerCodeError(pick(f"your function raised {type(exc).__name__}: {exc}",
-                                    f"你的函式丟出了 `{type(exc).__name__}: {exc}`")) from exc
 
 
 def is_unanswered(answer) -> bool:

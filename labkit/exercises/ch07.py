@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..lang.i18n import Both, pick
 from . import CODE, LearnerCodeError, as_word, call, choice, exercise, open_question
+from .learner_code import Rule, raised, refusal
 from .quantities import quantity
 
 # The policies by the names the notebook, the seed article (001_027e2139b87c0d3a.txt) and the
@@ -106,6 +107,20 @@ def _batch(answer):
     raise ValueError(pick("answer 'up' or 'down'", "請回答 up 或 down（或「上升」、「下降」）"))
 
 
+#: 7.5's answer is a key; it may not call the checks.
+KEY_RULE = Rule(forbid=(), instead=Both("Write the key yourself, from request and now.",
+                                        "請自己用 request 和 now 寫出這個鍵。"))
+#: Seconds the rush may take with the learner's key (about a second with a plain one).
+RUSH_LIMIT_S = 120.0
+
+
+def _is_key(k) -> bool:
+    import numbers
+    if isinstance(k, tuple):
+        return all(isinstance(x, numbers.Real) for x in k)
+    return isinstance(k, numbers.Real)
+
+
 @exercise("7.5", Both("Write key(request, now) for a scheduling policy that keeps the rush's short "
                       "answers quick (TTFT p90 within the limit) and starves no long request "
                       "(every one admitted within the starvation limit). The smallest key is "
@@ -121,17 +136,32 @@ def _own_policy(fn):
         raise TypeError(pick(f"expected a function key(request, now), got {type(fn).__name__}",
                              f"這裡要的是一個函式 key(request, now)，收到的是 "
                              f"{type(fn).__name__}"))
+    refused = refusal(fn, KEY_RULE)
+    if refused:
+        return False, refused
 
-    def key(request, now):
-        return call(fn, request, now)
+    def key(request, now):       # called by the simulator, in the thread call() runs it in
+        try:
+            k = fn(request, now)
+        except Exception as exc:
+            raise raised(exc) from exc
+        if not _is_key(k):
+            raise LearnerCodeError(pick(f"your key should be a number or a tuple of numbers, "
+                                        f"but it returned {k!r:.60}",
+                                        f"你的鍵應該是數字，或由數字組成的 tuple，你的函式卻回傳了 "
+                                        f"{k!r:.60}"))
+        return k
 
-    try:
-        v = ex.verdict(ex.rush_run(from_key(key, name="yours")))
-    except TypeError as exc:         # keys that cannot be compared with each other
-        raise LearnerCodeError(pick(f"your keys could not be compared ({exc}); return numbers, "
-                                    f"or tuples of numbers",
-                                    f"你的鍵無法互相比較（`{exc}`）；請回傳數字，或由數字組成的 "
-                                    f"tuple")) from exc
+    def rush():
+        try:
+            return ex.verdict(ex.rush_run(from_key(key, name="yours")))
+        except TypeError as exc:         # keys that cannot be compared with each other
+            raise LearnerCodeError(pick(f"your keys could not be compared ({exc}); return "
+                                        f"numbers, or tuples of numbers",
+                                        f"你的鍵無法互相比較（`{exc}`）；請回傳數字，或由數字組成"
+                                        f"的 tuple")) from exc
+
+    v = call(rush, limit_s=RUSH_LIMIT_S, read=lambda verdict: verdict)
     bound, limit = ex.STARVATION_BOUND_S, ex.SHORT_TTFT_P90_LIMIT_S
     wait, p90 = v["long_wait_max_s"], v["short_ttft_p90_s"]
     got = pick(f"longest wait of a long request {wait:.1f} s (limit {bound:g} s), short answers' "

@@ -23,6 +23,7 @@ is the prompt's index in the list given to the batcher. The functions here:
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -241,24 +242,36 @@ def first_difference(mine, theirs, names=None) -> str | None:
     return None
 
 
+_guard = {"depth": 0, "real": None}
+_guard_lock = threading.Lock()
+
+
 @contextmanager
 def guarded_decode():
     """While the block runs, ``llama_cpp.llama_decode`` refuses a batch larger than its
     context's ``n_batch`` with a ValueError. llama.cpp itself answers such a batch with a
     failed assertion that ends the whole process (a notebook's kernel with it), so a check
-    that runs a learner's batcher wraps it in this."""
+    that runs a learner's batcher wraps it in this. Blocks may overlap, in several threads (a
+    batcher stopped at its time limit may still be running when the next check starts): the
+    guard stays until the last of them ends."""
     import llama_cpp
-    real = llama_cpp.llama_decode
+    with _guard_lock:
+        if _guard["depth"] == 0:
+            real = _guard["real"] = llama_cpp.llama_decode
 
-    def decode(ctx, batch):
-        n_max = llama_cpp.llama_n_batch(ctx)
-        if batch.n_tokens > n_max:
-            raise ValueError(f"a batch of {batch.n_tokens} tokens went to llama_decode, but this "
-                             f"context takes at most n_batch = {n_max} per call")
-        return real(ctx, batch)
+            def decode(ctx, batch):
+                n_max = llama_cpp.llama_n_batch(ctx)
+                if batch.n_tokens > n_max:
+                    raise ValueError(f"a batch of {batch.n_tokens} tokens went to llama_decode, "
+                                     f"but this context takes at most n_batch = {n_max} per call")
+                return real(ctx, batch)
 
-    llama_cpp.llama_decode = decode
+            llama_cpp.llama_decode = decode
+        _guard["depth"] += 1
     try:
         yield
     finally:
-        llama_cpp.llama_decode = real
+        with _guard_lock:
+            _guard["depth"] -= 1
+            if _guard["depth"] == 0:
+                llama_cpp.llama_decode = _guard["real"]
