@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..lang.i18n import Both, pick
 from . import CODE, as_word, call, choice, exercise, open_question
+from .learner_code import Rule, cases_rng, number
 from .quantities import quantity
 
 FIVE_PARTS = {
@@ -242,6 +243,16 @@ NO_CONT_CASES = [
 ]
 
 
+def drawn_guests(rng) -> tuple[list[tuple[float, int, int]], int]:
+    """One case drawn at check time: 2 to 6 guests, some arriving together at 0, the others
+    spread over 0.3 s, prompts of 8 to 600 tokens and answers of 1 to 12, on 1 to 4 slots.
+    Listed in arrival order, so the order guests arriving together are seated in is the
+    list's, as in the simulator."""
+    guests = sorted((rng.choice((0.0, round(rng.uniform(0.0, 0.3), 3))), rng.randint(8, 600),
+                     rng.randint(1, 12)) for _ in range(rng.randint(2, 6)))
+    return guests, rng.randint(1, 4)
+
+
 def no_cont_steps(guests, slots: int) -> list[float]:
     """The step durations of ``guests`` ((arrival, prompt, answer) tuples) on ``slots`` slots
     with llama.cpp's --no-cont-batching, from the simulator (RTX 4090 preset)."""
@@ -250,6 +261,20 @@ def no_cont_steps(guests, slots: int) -> list[float]:
             for i, (a, p, o) in enumerate(guests)]
     run = simulate(reqs, slots=slots, cost=preset("rtx4090", "8b-q4"), batching="no_cont")
     return [float(x) for x in run.steps["dur_s"]]
+
+
+#: 1.7 is the loop the simulator runs: its answer may use the step cost it is handed, never
+#: the simulator.
+NO_CONT_RULE = Rule(
+    forbid=("labkit.sim",), allow=("labkit.sim.cost", "labkit.sim.requests"),
+    instead=Both("Write the loop yourself: start from run_by_hand and change the step in which "
+                 "a prompt may be read; the cost argument gives each step's duration.",
+                 "請自己寫出這個迴圈：從 run_by_hand 開始，改掉可以讀提示的那一步；每一步的"
+                 "耗時用傳進來的 cost 計算。"))
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x * 1e3:.4g} ms"
 
 
 @exercise("1.7", Both(
@@ -262,18 +287,31 @@ def _no_cont(fn):
 
     from ..sim import preset
     cost = preset("rtx4090", "8b-q4")
-    for guests, slots in NO_CONT_CASES:
+    rng = cases_rng()
+    cases = NO_CONT_CASES + [drawn_guests(rng) for _ in range(4)]
+    for guests, slots in cases:
         want = no_cont_steps(guests, slots)
-        got = [float(x) for x in call(fn, [tuple(g) for g in guests], slots, cost)]
+        out = call(fn, [tuple(g) for g in guests], slots, cost, rule=NO_CONT_RULE)
+        if not isinstance(out, (list, tuple)):
+            return False, pick(f"return the list of step durations (yours returned {out!r:.60})",
+                               f"請回傳每一步耗時的串列（你的函式回傳了 {out!r:.60}）")
+        got = [number(x, pick("each step's duration", "每一步的耗時")) for x in out]
         if len(got) == len(want) and all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want)):
             continue
         first = next((i for i, (g, w) in enumerate(zip(got, want))
                       if not math.isclose(g, w, rel_tol=1e-9)), min(len(got), len(want)))
+        yours = got[first] if first < len(got) else None
+        rule = want[first] if first < len(want) else None
         return False, pick(f"{len(guests)} guests on {slots} slots: your run has {len(got)} "
                            f"steps, llama.cpp's rule gives {len(want)}, and they first differ at "
-                           f"step {first}. In that step, was any slot generating, and was a "
-                           "prompt read?",
+                           f"step {first} (yours {_ms(yours)}, the rule's {_ms(rule)}). In that "
+                           "step, was any slot generating, and was a prompt read? The case: "
+                           f"guests={guests}, slots={slots}",
                            f"{len(guests)} 位客人、{slots} 個槽位：你的執行有 {len(got)} 步，"
-                           f"llama.cpp 的規則是 {len(want)} 步，兩者從第 {first} 步開始不同。"
-                           "在那一步，有沒有槽位正在生成？有沒有讀提示？")
-    return True, ""
+                           f"llama.cpp 的規則是 {len(want)} 步，兩者從第 {first} 步開始不同"
+                           f"（你的 {_ms(yours)}，規則的 {_ms(rule)}）。在那一步，有沒有槽位正在"
+                           f"生成？有沒有讀提示？這個情況：guests={guests}，slots={slots}")
+    return True, pick(f"the same steps as llama.cpp's rule in all {len(cases)} cases, "
+                      f"{len(cases) - len(NO_CONT_CASES)} of them drawn just now",
+                      f"{len(cases)} 個情況的步驟全都和 llama.cpp 的規則相同，其中 "
+                      f"{len(cases) - len(NO_CONT_CASES)} 個是剛剛隨機產生的")

@@ -3,9 +3,11 @@ prompt is slower, and chunked prefill written by the learner and checked against
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 from . import CODE, LearnerCodeError, call, exercise, open_question
+from .learner_code import Rule, cases_rng, refusal
 from .quantities import quantity
 from ..lang.i18n import Both, pick
 from ..lessons.handbuilt import (chat_tokens, context, engine_run, first_difference,
@@ -89,20 +91,55 @@ open_question(
 # The code exercise: real prompts, the engine's answer as the reference.
 QUESTIONS = ("Say hi.", "What is the capital of France?", "Name three colours.")
 N_SLOTS, MAX_TOKENS, N_BATCH = 2, 6, 16
+#: The questions a drawn case takes two to four of.
+MORE_QUESTIONS = QUESTIONS + ("What is 2+2?", "What is a cat?", "Translate 'cat' to French.",
+                              "Count from one to ten.", "Name a fruit.")
+#: Seconds the learner's batcher may take on one case, loading its context included.
+BATCHER_LIMIT_S = 300.0
 
 
-@lru_cache(maxsize=4)
-def _reference(n_batch: int = N_BATCH):
-    """The chat prompts and the engine's texts and steps for them (computed once a process)."""
-    with context(N_SLOTS, n_batch=n_batch) as lab:
-        prompts = chat_tokens(lab.model, lab.vocab, list(QUESTIONS))
-    return prompts, engine_run(prompts, N_SLOTS, MAX_TOKENS, n_batch=n_batch)
+def drawn_batch_case(rng) -> tuple[tuple[str, ...], int, int, int]:
+    """One case drawn at check time: (questions, n_slots, max_tokens, n_batch): two to four
+    questions, 1 to 3 slots, answers of 2 to 8 tokens, n_batch of 8 to 40."""
+    questions = tuple(rng.sample(MORE_QUESTIONS, rng.randint(2, 4)))
+    return questions, rng.randint(1, 3), rng.randint(2, 8), rng.randint(8, 40)
 
 
-def _run_learner(fn, prompts, n_batch):
-    with context(N_SLOTS, n_batch=n_batch) as lab, guarded_decode():
-        return call(fn, lab.ctx, lab.vocab, [list(p) for p in prompts], N_SLOTS, MAX_TOKENS,
-                    n_batch)
+@lru_cache(maxsize=8)
+def _reference(questions: tuple[str, ...] = QUESTIONS, n_slots: int = N_SLOTS,
+               max_tokens: int = MAX_TOKENS, n_batch: int = N_BATCH):
+    """The chat prompts and the engine's texts and steps for them (computed once a process
+    for each case)."""
+    with context(n_slots, n_batch=n_batch) as lab:
+        prompts = chat_tokens(lab.model, lab.vocab, list(questions))
+    return prompts, engine_run(prompts, n_slots, max_tokens, n_batch=n_batch)
+
+
+@contextmanager
+def _lent(n_slots: int, n_batch: int):
+    """The context lent to the learner's batcher, guarded against a batch over n_batch: made
+    and freed in the batcher's own thread, so a batcher stopped at its time limit keeps it
+    until it is done."""
+    with context(n_slots, n_batch=n_batch) as lab, guarded_decode():
+        yield lab.ctx, lab.vocab
+
+
+#: 2.3 is the batcher labkit's engine is: its answer builds the batches with llama.cpp's C API.
+BATCHER_RULE = Rule(
+    forbid=("labkit.engine", "labkit.lessons.handbuilt:engine_run", "labkit.lessons.live",
+            "labkit.server", "labkit.bench"),
+    allow=("labkit.engine.native", "labkit.engine.vocabulary"),
+    instead=Both("Write the batcher yourself, as the notebook's batcher does: fill a batch "
+                 "with llama_cpp.llama_batch_init and call llama_cpp.llama_decode.",
+                 "請自己寫出批次器，像筆記本裡的 batcher 那樣：用 llama_cpp.llama_batch_init "
+                 "填一個批次，再呼叫 llama_cpp.llama_decode。"))
+
+
+def _about(questions, n_slots, max_tokens, n_batch) -> str:
+    return pick(f"The case: the questions {list(questions)}, n_slots={n_slots}, "
+                f"max_tokens={max_tokens}, n_batch={n_batch}.",
+                f"這個情況：問題 {list(questions)}、n_slots={n_slots}、max_tokens={max_tokens}、"
+                f"n_batch={n_batch}。")
 
 
 @exercise("2.3", Both("Write chunked_batcher(ctx, vocab, prompts, n_slots, max_tokens, n_batch): "
@@ -118,9 +155,30 @@ def _run_learner(fn, prompts, n_batch):
                       "第一個 token。和 batcher 一樣回傳 (texts, steps)。"),
           kind=CODE, needs_model=True)
 def _chunked(fn):
-    prompts, ref = _reference()
+    if not callable(fn):
+        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
+                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
+    refused = refusal(fn, BATCHER_RULE)           # before the model is loaded
+    if refused:
+        return False, refused
+    drawn = drawn_batch_case(cases_rng())
+    for case in ((QUESTIONS, N_SLOTS, MAX_TOKENS, N_BATCH), drawn):
+        right, hint = _chunked_case(fn, *case)
+        if not right:
+            return False, f"{hint.rstrip('.。')}{pick('. ', '。')}{_about(*case)}"
+    return True, pick(f"the same texts and the same steps as the engine's with n_batch = "
+                      f"{N_BATCH}, and on a case drawn just now ({len(drawn[0])} questions, "
+                      f"{drawn[1]} slot{'s' if drawn[1] > 1 else ''}, n_batch = {drawn[3]})",
+                      f"文字和步驟都和 n_batch = {N_BATCH} 的引擎相同，剛剛隨機產生的情況"
+                      f"（{len(drawn[0])} 個問題、{drawn[1]} 個槽位、n_batch = {drawn[3]}）也一樣")
+
+
+def _chunked_case(fn, questions, n_slots, max_tokens, n_batch) -> tuple[bool, str]:
+    prompts, ref = _reference(questions, n_slots, max_tokens, n_batch)
     try:
-        got = _run_learner(fn, prompts, N_BATCH)
+        got = call(fn, [list(p) for p in prompts], n_slots, max_tokens, n_batch,
+                   rule=BATCHER_RULE, limit_s=BATCHER_LIMIT_S,
+                   within=lambda: _lent(n_slots, n_batch))
     except LearnerCodeError as exc:
         note = ""
         if "n_batch" in str(exc):
@@ -128,12 +186,13 @@ def _chunked(fn):
                         "room first, and a prompt that does not fit the rest waits for the next "
                         "step.", "數一數你放進一個批次的 token：解碼 token 先占位，放不進剩下"
                         "空間的提示部分，等下一步再讀。")
-        return False, f"{exc}{pick('.', '。')}{note}"
-    if not (isinstance(got, tuple) and len(got) == 2):
+        return False, f"{str(exc).rstrip('.。')}{pick('.', '。')}{note}"
+    if not (isinstance(got, tuple | list) and len(got) == 2):
         return False, pick("return two things, (texts, steps), as the notebook's batcher does",
                            "要回傳兩樣東西 (texts, steps)，和筆記本裡的 batcher 一樣")
     texts, steps = got
-    if not isinstance(texts, list) or len(texts) != len(prompts):
+    if not isinstance(texts, list) or len(texts) != len(prompts) \
+            or not all(isinstance(t, str) for t in texts):
         return False, pick(f"texts should be a list with one string per prompt ({len(prompts)})",
                            f"texts 應該是一個串列，每個提示一個字串（共 {len(prompts)} 個）")
     try:
@@ -143,18 +202,18 @@ def _chunked(fn):
                            "as in the notebook's batcher",
                            "每一步應該是 (ms, [(slot, request, action, n_tokens), ...])，"
                            "和筆記本裡的 batcher 一樣")
-    too_big = [i for i, step in enumerate(steps_pattern) if sum(w[3] for w in step) > N_BATCH]
+    too_big = [i for i, step in enumerate(steps_pattern) if sum(w[3] for w in step) > n_batch]
     if too_big:
-        return False, pick(f"step {too_big[0]} of your table lists more than n_batch = {N_BATCH} "
+        return False, pick(f"step {too_big[0]} of your table lists more than n_batch = {n_batch} "
                            "tokens",
-                           f"你的表第 {too_big[0]} 步列了超過 n_batch = {N_BATCH} 個 token")
+                           f"你的表第 {too_big[0]} 步列了超過 n_batch = {n_batch} 個 token")
     diff = first_difference(steps, ref.steps)
     if diff:
-        return False, pick(f"with n_batch = {N_BATCH}, your schedule parts from the engine's at "
+        return False, pick(f"with n_batch = {n_batch}, your schedule parts from the engine's at "
                            f"{diff}. Put the generating slots' tokens in first, then fill what is "
-                           "left with prompt chunks, oldest request first.",
-                           f"n_batch = {N_BATCH} 時，你的排程和引擎的在這裡分開：{diff}。"
-                           "先放生成中槽位的 token，剩下的空間再用提示分塊填滿，最早到的請求先放。")
+                           "left with prompt chunks, oldest request first",
+                           f"n_batch = {n_batch} 時，你的排程和引擎的在這裡分開：{diff}。"
+                           "先放生成中槽位的 token，剩下的空間再用提示分塊填滿，最早到的請求先放")
     wrong = [i for i, (a, b) in enumerate(zip(texts, ref.texts)) if a != b]
     if wrong:
         i = wrong[0]
@@ -165,9 +224,7 @@ def _chunked(fn):
                            f"你的排程和引擎的一樣，但請求 #{i} 的文字不同：你的是 {texts[i]!r}，"
                            f"引擎的是 {ref.texts[i]!r}。檢查每一塊的 token 拿到的位置，"
                            "以及是不是只從提示最後一個 token 的 logits 取樣")
-    return True, pick(f"{len(steps)} llama_decode calls, the same texts and the same steps as the "
-                      f"engine's with n_batch = {N_BATCH}",
-                      f"{len(steps)} 次 llama_decode，文字和步驟都和 n_batch = {N_BATCH} 的引擎相同")
+    return True, ""
 
 
 @exercise("2.4", Both("A batcher with 2 slots and n_batch = 32 gets two prompts of 40 tokens at "

@@ -7,7 +7,8 @@ from ..costs import capacity
 from ..models import catalog, kv
 from ..lang.i18n import Both, pick
 from . import CODE, call, exercise, open_question
-from .quantities import as_number, close, quantity
+from .learner_code import Rule, cases_rng, number
+from .quantities import close, quantity
 
 SEED_8B = catalog.get("llama-3.1-8b")
 
@@ -184,6 +185,23 @@ def _word_tokens(text: str) -> list[str]:
     return re.findall(r"\w+|[^\w\s]", text)
 
 
+def _pieces_of(k: int):
+    """A stand-in tokenizer: one token per ``k`` characters (the last piece may be shorter)."""
+    def tokenize(text: str) -> list[str]:
+        return [text[i:i + k] for i in range(0, len(text), k)]
+    return tokenize
+
+
+def _tokenizer_name(tokenize) -> str:
+    """What a stand-in tokenizer does, for a verdict that names the case."""
+    if tokenize is _byte_tokens:
+        return pick("one token per UTF-8 byte", "每個 UTF-8 位元組一個 token")
+    if tokenize is _word_tokens:
+        return pick("one token per word or punctuation mark", "每個詞或標點一個 token")
+    k = tokenize.__closure__[0].cell_contents
+    return pick(f"one token per {k} characters", f"每 {k} 個字元一個 token")
+
+
 def chars_that_fit(n_ctx_slot: int, sample: str, tokenize, answer_tokens: int) -> int:
     """Characters of text like ``sample`` one slot holds after keeping ``answer_tokens`` for
     the answer: the tokens left, times the sample's characters per token."""
@@ -197,6 +215,32 @@ CHARS_CASES = [
     (16384, "每一輪，廚師為每位客人多做一口菜。", _word_tokens, 1024),
 ]
 
+_WORDS = ("table", "slot", "guest", "kitchen", "tea", "order", "token", "prompt", "cook",
+          "round", "notes", "a", "the", "long", "small")
+_HANZI = "桌子槽位客人廚房茶點單提示每一輪筆記長短小快慢"
+
+
+def drawn_chars_case(rng):
+    """One case drawn at check time: a slot of 512 to 65536 tokens, up to half of it kept
+    for the answer, a sample of random English words or Chinese characters (or both), and a
+    tokenizer that cuts it into bytes, words or pieces of 2 to 4 characters."""
+    n_ctx_slot = rng.randint(512, 65536)
+    words = [rng.choice(_WORDS) for _ in range(rng.randint(3, 12))]
+    hanzi = "".join(rng.choice(_HANZI) for _ in range(rng.randint(4, 20)))
+    sample = rng.choice((" ".join(words) + ".", hanzi + "。", " ".join(words) + "，" + hanzi))
+    tokenize = rng.choice((_byte_tokens, _word_tokens, _pieces_of(rng.randint(2, 4))))
+    return n_ctx_slot, sample, tokenize, rng.randint(0, n_ctx_slot // 2)
+
+
+#: 3.7's answer is arithmetic on the sample's own tokens: it may call the tokenize it is
+#: handed, not labkit's reference nor its own counting of a context.
+CHARS_RULE = Rule(
+    forbid=("labkit.engine.vocabulary",),
+    instead=Both("Write the arithmetic yourself: count the sample's characters and its tokens "
+                 "(with the tokenize you are given), and scale the tokens left for the prompt.",
+                 "請自己寫出這段算式：數出 sample 的字元數和 token 數（用傳給你的 tokenize），"
+                 "再換算留給提示的 token 能放幾個字元。"))
+
 
 @exercise("3.7", Both("Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how "
                       "many characters of text like `sample` fit in one slot, keeping "
@@ -206,26 +250,34 @@ CHARS_CASES = [
                       "留下 answer_tokens 給回答之後，還放得下幾個像 `sample` 這樣的文字的字元？"
                       "`tokenize(text)` 傳回這段文字的 token 清單。"), kind=CODE)
 def _chars_fit(fn):
-    for n_ctx_slot, sample, tokenize, answer_tokens in CHARS_CASES:
+    rng = cases_rng()
+    cases = CHARS_CASES + [drawn_chars_case(rng) for _ in range(4)]
+    for n_ctx_slot, sample, tokenize, answer_tokens in cases:
         want = chars_that_fit(n_ctx_slot, sample, tokenize, answer_tokens)
-        got = as_number(call(fn, n_ctx_slot, sample, tokenize, answer_tokens))
+        got = number(call(fn, n_ctx_slot, sample, tokenize, answer_tokens, rule=CHARS_RULE),
+                     pick("the number of characters", "字元數"))
         if abs(got - want) <= 1:
             continue
         n_tok, n_chr = len(tokenize(sample)), len(sample)
+        case = pick(f" The case: n_ctx_slot={n_ctx_slot}, sample={sample!r}, tokenize = "
+                    f"{_tokenizer_name(tokenize)} ({n_tok} tokens), answer_tokens="
+                    f"{answer_tokens}: expected {want}, yours {got:g}.",
+                    f"這個情況：n_ctx_slot={n_ctx_slot}、sample={sample!r}、tokenize 是"
+                    f"{_tokenizer_name(tokenize)}（{n_tok} 個 token）、answer_tokens="
+                    f"{answer_tokens}：應該是 {want}，你的是 {got:g}。")
         if abs(got - (n_ctx_slot - answer_tokens)) <= 1 or abs(got - n_ctx_slot) <= 1:
             return False, pick("a token is not a character: use the sample to find out how many "
-                               "characters one token carries",
-                               "token 不是字元：用 sample 算出一個 token 平均裝幾個字元")
+                               "characters one token carries.",
+                               "token 不是字元：用 sample 算出一個 token 平均裝幾個字元。") + case
         if abs(got - n_ctx_slot * n_chr / n_tok) <= 1:
-            return False, pick("the answer shares the slot with the prompt: keep its tokens aside",
-                               "回答和提示共用同一個槽位：先把回答的 token 留出來")
+            return False, pick("the answer shares the slot with the prompt: keep its tokens "
+                               "aside.", "回答和提示共用同一個槽位：先把回答的 token 留出來。") + case
         if abs(got - (n_ctx_slot - answer_tokens) * n_tok / n_chr) <= 1:
             return False, pick("check the units: the result is in characters, and what you "
-                               "multiply by should be characters per token",
-                               "檢查單位：結果是字元數，你乘上的應該是每個 token 的字元數")
-        return False, pick(f"for a {n_ctx_slot}-token slot, {answer_tokens} answer tokens and a "
-                           f"sample of {n_chr} characters in {n_tok} tokens, your function gave "
-                           f"{got:g}",
-                           f"槽位 {n_ctx_slot} 個 token、回答 {answer_tokens} 個 token、sample 有 "
-                           f"{n_chr} 個字元共 {n_tok} 個 token 時，你的函式傳回 {got:g}")
-    return True, ""
+                               "multiply by should be characters per token.",
+                               "檢查單位：結果是字元數，你乘上的應該是每個 token 的字元數。") + case
+        return False, case.strip()
+    return True, pick(f"right in all {len(cases)} cases, {len(cases) - len(CHARS_CASES)} of "
+                      "them drawn just now",
+                      f"{len(cases)} 個情況全對，其中 {len(cases) - len(CHARS_CASES)} 個是剛剛"
+                      "隨機產生的")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..models import catalog, kv
 from ..lang.i18n import Both, pick
 from . import CODE, call, choice, exercise, open_question
+from .learner_code import Rule, cases_rng
 from .quantities import quantity
 
 # The embedded model's training context, from the catalogue (its file says the same).
@@ -244,9 +245,33 @@ SLOT_CASES = (
 
 
 def slot_cases():
-    """(c, np, unified, n_ctx_train, llama-server's n_ctx_slot) for every case the judge tries."""
+    """(c, np, unified, n_ctx_train, llama-server's n_ctx_slot) for every fixed case the judge
+    tries."""
     return [(c, n, u, t, kv.server_slot_context(c, n, u, n_ctx_train=t).n_ctx_slot)
             for c, n, u, t in SLOT_CASES]
+
+
+def drawn_slot_cases(rng, n: int = 16):
+    """``n`` cases drawn at check time, in the form of :func:`slot_cases`: -c 0 or 1 to
+    200,000, 1 to 16 slots, split or unified, a training context of 1,000 to 131,072 tokens
+    (a round one or not)."""
+    out = []
+    for _ in range(n):
+        c = rng.choice((0, rng.randint(1, 200_000), 256 * rng.randint(1, 512)))
+        np_, unified = rng.randint(1, 16), rng.random() < 0.5
+        t = rng.choice((rng.choice((2048, 4096, 8192, 32768, 131072)), rng.randint(1000, 131072)))
+        out.append((c, np_, unified, t, kv.server_slot_context(c, np_, unified,
+                                                               n_ctx_train=t).n_ctx_slot))
+    return out
+
+
+#: 4.8 is the rule labkit.models.kv applies: its answer writes it out.
+SLOT_RULE = Rule(
+    forbid=("labkit.models.kv",),
+    instead=Both("Write llama-server's rules yourself: padding to 256 cells, split or unified, "
+                 "the training cap, and -c 0.",
+                 "請自己寫出 llama-server 的規則：補齊到 256 格的倍數、分割或統一、訓練上下文的"
+                 "上限，以及 -c 0。"))
 
 
 @exercise("4.8", Both("Write n_ctx_slot(c, np, unified, n_ctx_train) -> int: the per-slot context "
@@ -256,20 +281,23 @@ def slot_cases():
                       "（統一或分割 KV）、以及訓練上下文為 n_ctx_train 個 token 的模型，llama-server "
                       "回報的每槽上下文；-c 0 也要算對。"), kind=CODE)
 def _slot_function(fn):
-    cases = slot_cases()
+    cases = slot_cases() + drawn_slot_cases(cases_rng())
     for c, n, u, t, want in cases:
-        got = call(fn, c, n, u, t)
-        if isinstance(got, bool) or not isinstance(got, int) and not hasattr(got, "__index__"):
-            return False, pick(f"return an int (for c={c}, np={n} yours returned {got!r})",
-                               f"請回傳 int（c={c}、np={n} 時，你的函式回傳了 {got!r}）")
-        if int(got) != want:
+        got = call(fn, c, n, u, t, rule=SLOT_RULE)
+        if isinstance(got, bool) or not isinstance(got, int):
+            return False, pick(f"return an int (for c={c}, np={n} yours returned {got!r:.60})",
+                               f"請回傳 int（c={c}、np={n} 時，你的函式回傳了 {got!r:.60}）")
+        if got != want:
             mode = pick("unified", "統一") if u else pick("split", "分割")
             return False, pick(f"first mismatch: c={c}, np={n}, {mode}, n_ctx_train={t}: yours says "
-                               f"{int(got)}, llama-server reports {want}",
+                               f"{got}, llama-server reports {want}",
                                f"第一個不一致：c={c}、np={n}、{mode}、n_ctx_train={t}：你的函式說 "
-                               f"{int(got)}，llama-server 回報 {want}")
-    return True, pick(f"all {len(cases)} cases agree with llama-server's rules",
-                      f"{len(cases)} 種情況全都和 llama-server 的規則一致")
+                               f"{got}，llama-server 回報 {want}")
+    drawn = len(cases) - len(SLOT_CASES)
+    return True, pick(f"all {len(cases)} cases agree with llama-server's rules, {drawn} of them "
+                      "drawn just now",
+                      f"{len(cases)} 種情況全都和 llama-server 的規則一致，其中 {drawn} 種是剛剛"
+                      "隨機產生的")
 
 
 # ---------------------------------------------------------------------------- 4.9 open: a team

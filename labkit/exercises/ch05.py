@@ -8,7 +8,8 @@ import json
 
 from ..lang.i18n import Both, pick
 from . import CODE, LearnerCodeError, as_word, call, choice, exercise, open_question
-from .quantities import as_number, quantity
+from .learner_code import Rule, cases_rng, number
+from .quantities import quantity
 
 
 @exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
@@ -183,8 +184,13 @@ def _triple(out) -> tuple[float | None, float, int | None]:
         raise ValueError(pick("return three values: (ttft_s, completion_s, n_tokens)",
                               "請回傳三個值：(ttft_s, completion_s, n_tokens)"))
     ttft, completion, n = out
-    return (None if ttft is None else as_number(ttft), as_number(completion),
-            None if n is None else int(as_number(n)))
+    if n is not None:
+        n = number(n, "n_tokens")
+        if n != int(n):
+            raise LearnerCodeError(pick(f"n_tokens should be a whole number, not {n!r}",
+                                        f"n_tokens 應該是整數，不是 {n!r}"))
+    return (None if ttft is None else number(ttft, "ttft_s"), number(completion, "completion_s"),
+            None if n is None else int(n))
 
 
 def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
@@ -241,7 +247,7 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
                            "sending to the end of the stream",
                            f"你的完成時間（{completion:.2f} 秒）不對：它從送出一直算到串流"
                            "結束"), True
-    return True, pick(f"your stopwatch read TTFT {ttft:.3f} s, completion {completion:.3f} s, "
+    return True, pick(f"Your stopwatch read TTFT {ttft:.3f} s, completion {completion:.3f} s, "
                       f"{n} tokens; the server's script: {script.ttft_s:.2f} s, "
                       f"{script.end_s:.2f} s (last token {script.last_token_s:.2f} s), "
                       f"{script.n_tokens} tokens. Now time a request to a live server with it and "
@@ -253,17 +259,41 @@ def _timer_verdict(script, srv, out) -> tuple[bool, str, bool]:
                       f"（第 4 節）。"), False
 
 
-@exercise("5.7", Both("Write timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens): send "
-                      "one streaming chat request and time it as the worksheet does.",
-                      "寫出 timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens)：送出一個"
-                      "串流的聊天請求，用工作表的方式替它計時。"), kind=CODE)
-def _timer(fn):
-    from ..lessons.scripted_server import Script, ScriptedServer
-    script = Script.default()
+#: 5.7's answer is the stopwatch labkit.bench's client already is: it may not call it, nor read
+#: the scripted server's timetable instead of timing the stream.
+TIMER_RULE = Rule(
+    forbid=("labkit.bench", "labkit.lessons.live", "labkit.lessons.scripted_server"),
+    instead=Both("Write the stopwatch yourself: send the request with an HTTP client (urllib, "
+                 "httpx), read the stream chunk by chunk, and take the times on your own clock.",
+                 "請自己寫出這個碼錶：用 HTTP 用戶端（urllib、httpx）送出請求，一個片段一個片段地"
+                 "讀串流，用你自己的時鐘記下時間。"))
+
+#: Seconds a stopwatch may take on one timetable (a timetable lasts under 2 s).
+TIMER_LIMIT_S = 30.0
+
+
+def _timetable(script) -> str:
+    """A timetable as a verdict names it."""
+    lead = [t for t, f, x in script.tokens if t < script.ttft_s]
+    return pick(f"The server's timetable: {len(lead)} tokens without visible text from "
+                f"{lead[0]:.2f} s, the first visible text at {script.ttft_s:.2f} s, the last token "
+                f"at {script.last_token_s:.2f} s, the end of the stream at {script.end_s:.2f} s, "
+                f"{script.n_tokens} tokens in all",
+                f"伺服器的時間表：從 {lead[0]:.2f} 秒起有 {len(lead)} 個沒有可見文字的 token，"
+                f"第一段可見文字在 {script.ttft_s:.2f} 秒，最後一個 token 在 "
+                f"{script.last_token_s:.2f} 秒，串流在 {script.end_s:.2f} 秒結束，一共 "
+                f"{script.n_tokens} 個 token")
+
+
+def _time_one(fn, script) -> tuple[bool, str]:
+    """The verdict on the learner's stopwatch on one timetable (a verdict about time is
+    tried twice: a busy machine can spoil it)."""
+    from ..lessons.scripted_server import ScriptedServer
     for attempt in range(2):
         with ScriptedServer(script) as srv:
             try:
-                out = call(fn, srv.base_url, TIMER_PROMPT)
+                out = call(fn, srv.base_url, TIMER_PROMPT, rule=TIMER_RULE,
+                           limit_s=TIMER_LIMIT_S)
             except LearnerCodeError as exc:
                 if srv.misses and not srv.requests:
                     method, path = srv.misses[-1]
@@ -275,8 +305,27 @@ def _timer(fn):
                 raise
         right, hint, retry = _timer_verdict(script, srv, out)
         if right or not retry:
-            return right, hint
+            break
+    if not right:
+        hint = f"{hint}{pick('. ', '。')}{_timetable(script)}{pick('.', '。')}"
     return right, hint
+
+
+@exercise("5.7", Both("Write timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens): send "
+                      "one streaming chat request and time it as the worksheet does.",
+                      "寫出 timer(base_url, prompt) -> (ttft_s, completion_s, n_tokens)：送出一個"
+                      "串流的聊天請求，用工作表的方式替它計時。"), kind=CODE)
+def _timer(fn):
+    from ..lessons.scripted_server import Script
+    if not callable(fn):
+        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
+                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
+    for script in (Script.default(), Script.drawn(cases_rng())):
+        right, hint = _time_one(fn, script)
+        if not right:
+            return False, hint
+    return True, pick(f"right on the fixed timetable and on one drawn just now. {hint}",
+                      f"固定的時間表和剛剛隨機產生的時間表都對。{hint}")
 
 
 # ---------------------------------------------------------------------------- 5.8 decode speed

@@ -10,8 +10,9 @@ a learner's TTFT timer this way, in a thread of the same process, in well under 
 
 The default script holds the three things a careless stopwatch trips on: a first chunk that
 only names the role (no text), a reasoning token (``reasoning_content``, never the answer's
-first token), and a whitespace-only token before the first visible text. Only the standard
-library is used.
+first token), and a whitespace-only token before the first visible text; :meth:`Script.drawn`
+draws a timetable with the same traps and other times, so a check cannot be passed by
+returning the default's figures. Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -48,6 +49,33 @@ class Script:
             (0.55, "content", " tea"),
             (0.60, "content", "."),
         ), end_s=0.70)
+
+    @staticmethod
+    def drawn(rng) -> "Script":
+        """A timetable drawn from ``rng`` (a :class:`random.Random`) with the default's traps
+        (1 to 3 reasoning tokens, then 1 or 2 whitespace-only tokens, before the first visible
+        text) but none of its times: the first visible text at 0.5 to 0.8 s (the default's
+        at 0.40), 8 to 14 tokens in all (the default's 7), the end 0.05 to 0.15 s after the
+        last token. A stopwatch that returns the default's figures, or that does not read
+        the stream, is wrong on it."""
+        words = ("Table", "Tea", "Soup", "Rice", "Noodles", "Guest")
+        tail = (" 2", " 4", " ordered", " asked", " for", " tea", " soup", " again", ".")
+        at = rng.uniform(0.03, 0.08)
+        tokens = []
+        for _ in range(rng.randint(1, 3)):
+            tokens.append((round(at, 3), "reasoning_content", rng.choice(("Think", "ing", " ..."))))
+            at += rng.uniform(0.02, 0.05)
+        for _ in range(rng.randint(1, 2)):
+            tokens.append((round(at, 3), "content", rng.choice(("\n", " ", "\n\n"))))
+            at += rng.uniform(0.02, 0.05)
+        at = rng.uniform(0.5, 0.8)
+        visible = rng.randint(8, 14) - len(tokens)
+        for i in range(visible):
+            tokens.append((round(at, 3), "content", rng.choice(tail if i else words)))
+            at += rng.uniform(0.02, 0.05)
+        return Script(tokens=tuple(tokens),
+                      end_s=round(tokens[-1][0] + rng.uniform(0.05, 0.15), 3),
+                      prompt_tokens=rng.randint(8, 40))
 
     @property
     def ttft_s(self) -> float:
