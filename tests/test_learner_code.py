@@ -264,28 +264,24 @@ def test_5_7_wrapping_the_bench_client_is_refused():
     wrong("5.7", wrapped, "labkit.bench.client", "Write the stopwatch yourself")
 
 
-def test_5_7_the_stubs_scripted_times_fail(seed):
-    """Returning the default timetable's figures passed when the timetable was fixed."""
+@pytest.mark.parametrize("reads_the_stream", [True, False], ids=["reads", "ignores the stream"])
+def test_5_7_the_stubs_scripted_times_fail(reads_the_stream, seed):
+    """Returning the default timetable's figures passed when the timetable was fixed, with
+    or without reading the stream."""
     def scripted(base_url, prompt):
-        _send(base_url, prompt, read=True)
+        _send(base_url, prompt, read=reads_the_stream)
         return 0.40, 0.70, 7
     seed(1)
     wrong("5.7", scripted, "The server's timetable:")
 
+
+def test_5_7_reading_the_scripts_own_times_is_refused():
     def reads_the_script(base_url, prompt):
         from labkit.lessons.scripted_server import Script
         _send(base_url, prompt, read=True)
         s = Script.default()
         return s.ttft_s, s.end_s, s.n_tokens
     wrong("5.7", reads_the_script, "labkit.lessons.scripted_server")
-
-
-def test_5_7_a_stopwatch_that_ignores_the_stream_fails(seed):
-    def ignores(base_url, prompt):
-        _send(base_url, prompt, read=False)
-        return 0.40, 0.70, 7
-    seed(1)
-    wrong("5.7", ignores, "The server's timetable:")
 
 
 def test_5_7_a_drawn_timetable_differs_from_the_default_and_keeps_its_traps():
