@@ -33,10 +33,16 @@ def wrong(ex_id, fn, *needles):
 @pytest.fixture
 def seed(monkeypatch):
     """``seed(n)``: the next checks draw their cases from seed ``n``."""
-    from labkit.exercises import learner_code
-
     def use(n):
-        monkeypatch.setattr(learner_code, "draw_seed", lambda: n)
+        monkeypatch.setattr("labkit.exercises.learner_code.draw_seed", lambda: n)
+    return use
+
+
+@pytest.fixture
+def limit(monkeypatch):
+    """``limit(s)``: a learner's function may run ``s`` seconds in the next checks."""
+    def use(s):
+        monkeypatch.setattr("labkit.exercises.learner_code.LIMIT_S", s)
     return use
 
 
@@ -355,9 +361,8 @@ def _spin(*args):
 
 
 @pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.8"])
-def test_a_hanging_function_is_stopped_at_the_limit(ex_id, monkeypatch):
-    from labkit.exercises import learner_code
-    monkeypatch.setattr(learner_code, "LIMIT_S", 0.5)
+def test_a_hanging_function_is_stopped_at_the_limit(ex_id, limit, monkeypatch):
+    limit(0.5)
     before = set(threading.enumerate())
     started = time.perf_counter()
     result = wrong(ex_id, _spin, "stopped after 0.5 s")
@@ -369,9 +374,8 @@ def test_a_hanging_function_is_stopped_at_the_limit(ex_id, monkeypatch):
     assert "0.5 秒還沒結束" in evaluate(ex_id, _spin).message
 
 
-def test_a_function_blocked_in_c_code_is_left_behind_without_holding_the_check(monkeypatch):
-    from labkit.exercises import learner_code
-    monkeypatch.setattr(learner_code, "LIMIT_S", 0.3)
+def test_a_function_blocked_in_c_code_is_left_behind_without_holding_the_check(limit):
+    limit(0.3)
     started = time.perf_counter()
     wrong("4.8", lambda c, np, u, t: time.sleep(2), "stopped after 0.3 s")
     assert time.perf_counter() - started < 1.5
@@ -451,9 +455,8 @@ NASTY = {
 
 @pytest.mark.parametrize("name", sorted(NASTY))
 @pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.8", "7.5"])
-def test_evaluate_never_raises_for_a_nasty_function(ex_id, name, monkeypatch):
-    from labkit.exercises import learner_code
-    monkeypatch.setattr(learner_code, "LIMIT_S", 2)
+def test_evaluate_never_raises_for_a_nasty_function(ex_id, name, limit):
+    limit(2)
     result = evaluate(ex_id, NASTY[name])
     assert result.status in (WRONG, CORRECT) and result.message, result
     if name in ("SystemExit", "KeyboardInterrupt", "BaseException", "recursion"):
