@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 
 from . import CODE, LearnerCodeError, call, exercise, open_question
-from .learner_code import Rule, cases_rng, refusal
+from .learner_code import Rule, cases_rng, refusal, require_function
 from .quantities import quantity
 from ..lang.i18n import Both, pick
 from ..lessons.handbuilt import (chat_tokens, context, engine_run, first_difference,
@@ -155,9 +155,7 @@ def _about(questions, n_slots, max_tokens, n_batch) -> str:
                       "第一個 token。和 batcher 一樣回傳 (texts, steps)。"),
           kind=CODE, needs_model=True)
 def _chunked(fn):
-    if not callable(fn):
-        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
-                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
+    require_function(fn)
     refused = refusal(fn, BATCHER_RULE)           # before the model is loaded
     if refused:
         return False, refused

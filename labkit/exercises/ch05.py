@@ -8,7 +8,7 @@ import json
 
 from ..lang.i18n import Both, pick
 from . import CODE, LearnerCodeError, as_word, call, choice, exercise, open_question
-from .learner_code import Rule, cases_rng, number
+from .learner_code import Rule, cases_rng, number, require_function
 from .quantities import quantity
 
 
@@ -317,9 +317,7 @@ def _time_one(fn, script) -> tuple[bool, str]:
                       "串流的聊天請求，用工作表的方式替它計時。"), kind=CODE)
 def _timer(fn):
     from ..lessons.scripted_server import Script
-    if not callable(fn):
-        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
-                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
+    require_function(fn)
     for script in (Script.default(), Script.drawn(cases_rng())):
         right, hint = _time_one(fn, script)
         if not right:

@@ -49,6 +49,7 @@ choose (the operating system's random source).
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import math
 import random
@@ -201,15 +202,14 @@ class _Reach:
         self.seen.add(id(obj))
         if isinstance(obj, types.ModuleType):
             return None                    # a namespace: what the code takes from it counts
-        if isinstance(obj, (types.MethodType,)):
+        if isinstance(obj, types.MethodType):
             return self.hit(obj.__func__) or self.hit(obj.__self__)
         if isinstance(obj, (staticmethod, classmethod)):
             return self.hit(obj.__func__)
         if isinstance(obj, property):
             return self.hit(obj.fget) or self.hit(obj.fset)
-        if type(obj).__name__ == "partial" and hasattr(obj, "func"):
-            return self.first([obj.func, *getattr(obj, "args", ()),
-                               *(getattr(obj, "keywords", None) or {}).values()])
+        if isinstance(obj, functools.partial):
+            return self.first([obj.func, *obj.args, *obj.keywords.values()])
         if isinstance(obj, type):
             if is_labkit(obj.__module__):
                 return _name(obj) if self.rule.blocks(obj.__module__, obj.__qualname__) else None
@@ -338,7 +338,7 @@ class _Run:
         blocked = self.cache.get(code)
         if blocked is None:
             blocked = self.cache[code] = self.rule.blocks(
-                frame.f_globals.get("__name__", ""), code.co_qualname)
+                frame.f_globals.get("__name__", ""), _qualname(code))
         if blocked and not self._excused(frame):
             self.refused = self.rule.refused(*self._called(frame))
             raise _Refused
@@ -361,7 +361,7 @@ class _Run:
         """(the forbidden function called, the labkit function the learner called that led
         there, if another)."""
         def dotted(f):
-            return f"{f.f_globals.get('__name__', '?')}.{f.f_code.co_qualname}"
+            return f"{f.f_globals.get('__name__', '?')}.{_qualname(f.f_code)}"
         entry, f = frame, frame.f_back
         while f is not None and is_labkit(f.f_globals.get("__name__")) and not _is_worker(f):
             entry, f = f, f.f_back
@@ -373,6 +373,10 @@ class _Run:
         if self.running and thread.ident is not None:
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
                                                        ctypes.py_object(_Stop))
+
+
+def _qualname(code: types.CodeType) -> str:
+    return getattr(code, "co_qualname", code.co_name)       # Python 3.10 has no co_qualname
 
 
 def _is_worker(frame) -> bool:
@@ -408,9 +412,7 @@ def call(fn, *args, rule: Rule | None = None, limit_s: float | None = None, read
     tuple) goes before ``args``, entered and left in the learner's thread (what the check
     lends the function, freed only when the function is done with it). ``allowed``:
     callables among the arguments that the function may call whatever they call."""
-    if not callable(fn):
-        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
-                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
+    require_function(fn)
     if rule is not None:
         refused = refusal(fn, rule)
         if refused:
@@ -439,6 +441,13 @@ def call(fn, *args, rule: Rule | None = None, limit_s: float | None = None, read
     if isinstance(exc, LearnerCodeError) or run.phase in ("setup", "done"):
         raise exc               # the check's own words, or its own setup failed
     raise raised(exc) from exc
+
+
+def require_function(fn) -> None:
+    """A TypeError, read as a wrong answer, when the answer is not a function."""
+    if not callable(fn):
+        raise TypeError(pick(f"expected a function (def ...), got {type(fn).__name__}",
+                             f"這裡要的是一個函式（def ...），收到的是 {type(fn).__name__}"))
 
 
 def raised(exc: BaseException) -> LearnerCodeError:
