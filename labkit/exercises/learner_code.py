@@ -21,6 +21,9 @@ not an answer, so each exercise names what its answer may not reach in a :class:
   to the learner (a ``tokenize`` argument), from an allowed module (the step cost of 1.7),
   and while a module is being imported, are not held against it.
 
+Neither sees data read without a call (the check's objects found through :mod:`gc` or a
+frame's locals): the cases drawn at check time are there for what reading cannot reach.
+
 The message names what was called and what the exercise asks for instead, in the learner's
 language.
 
@@ -32,8 +35,8 @@ an exception is raised in it at its next Python instruction (``PyThreadState_Set
 and at its next Python call. A loop of Python code ends there. A thread blocked inside C code
 (``time.sleep``, a socket read, ``llama_decode``) gets the exception only when that call
 returns, and a function that catches ``BaseException`` may go on: such a thread is left
-running in the background as a daemon (it never keeps the interpreter from exiting), holding
-what it holds until it ends; what the check lent it (2.3's llama.cpp context) is freed by that
+running in the background as a daemon (it never keeps the interpreter from exiting; it is kept
+in :data:`STOPPED`), holding what it holds until it ends; what the check lent it (2.3's llama.cpp context) is freed by that
 thread itself when it ends, never from under it. Threads the learner's function starts are
 not watched.
 
@@ -520,11 +523,7 @@ def number(value, what: str | Both) -> float | int:
     hint = (pick(": return the number alone, without a unit or quotes",
                  "：只回傳數字本身，不要加單位或引號") if isinstance(value, (str, bytes)) else "")
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-    return _refuse(pick(f"{text(what)} should be a number, but your function returned {shown} "
-                        f"(a {type(value).__name__}){hint}",
-                        f"{text(what)} 應該是數字，你的函式卻回傳了 {shown}（"
-                        f"{type(value).__name__}）{hint}"))
-
-
-def _refuse(message: str):
-    raise LearnerCodeError(message)
+    raise LearnerCodeError(pick(f"{text(what)} should be a number, but your function returned "
+                                f"{shown} (a {type(value).__name__}){hint}",
+                                f"{text(what)} 應該是數字，你的函式卻回傳了 {shown}（"
+                                f"{type(value).__name__}）{hint}"))
