@@ -172,8 +172,20 @@ def test_the_summary_and_the_words_for_each_crossover():
     assert s.loc["always on", "USD/month at your hours"] == 730
     words = [rentbuy.crossover_words(c) for c in rentbuy.crossovers().values()]
     assert words[0] == ("vs rent, always on: owning costs less at any hours of use, 0 to 730 a month",
-                        "對比租用，一直開著：每月用 0 到 730 小時，自己買都比較便宜")
+                        "對比「租用，一直開著」：每月用 0 到 730 小時，自己買都比較便宜")
     assert words[1][0] == ("vs rent, stopped when idle: owning costs less above 21.0 busy hours "
                            "a month (756 hours over 3 years)")
     assert "每月忙碌超過 21.0 小時，自己買就比較便宜（3 年共 756 小時）" in words[1][1]
 
+
+def test_the_panel_redraws_from_the_same_arithmetic():
+    from labkit.lessons import widgets
+    p = widgets.rent_buy_panel(busy_hours=100)
+    assert p.result.loc["stopped when idle", "USD/month at your hours"] == pytest.approx(
+        100 * 1.125 + 5)
+    p.update(rent_per_hour=2.0, busy_hours=50)
+    assert p.result.loc["always on", "USD/month at your hours"] == 1460
+    assert p.result.loc["stopped when idle", "crossover h/month"] == pytest.approx(
+        (rentbuy.owning(Owning()).fixed - 5) / (2.25 - 0.0585))
+    ax = p.figure.axes[0]
+    assert sum(line.get_gid() in rentbuy.OPTIONS for line in ax.get_lines()) == 4

@@ -359,18 +359,18 @@ def crossover_words(c: Crossover, own: Owning | None = None) -> tuple[str, str]:
     en, zh = OPTION_NAMES[c.option]
     if c.owning_cheaper == "always":
         return (f"vs {en}: owning costs less at any hours of use, 0 to {c.top:.0f} a month",
-                f"對比{zh}：每月用 0 到 {c.top:.0f} 小時，自己買都比較便宜")
+                f"對比「{zh}」：每月用 0 到 {c.top:.0f} 小時，自己買都比較便宜")
     if c.owning_cheaper == "never":
         return (f"vs {en}: owning never costs less, up to {c.top:.0f} busy hours a month",
-                f"對比{zh}：每月忙碌到 {c.top:.0f} 小時，自己買都不會比較便宜")
+                f"對比「{zh}」：每月忙碌到 {c.top:.0f} 小時，自己買都不會比較便宜")
     life = c.lifetime_hours(own)
     if c.owning_cheaper == "above":
         return (f"vs {en}: owning costs less above {c.hours:.1f} busy hours a month "
                 f"({life:,.0f} hours over {own.years:g} years)",
-                f"對比{zh}：每月忙碌超過 {c.hours:.1f} 小時，自己買就比較便宜"
+                f"對比「{zh}」：每月忙碌超過 {c.hours:.1f} 小時，自己買就比較便宜"
                 f"（{own.years:g} 年共 {life:,.0f} 小時）")
     return (f"vs {en}: owning costs less below {c.hours:.1f} busy hours a month, more above",
-            f"對比{zh}：每月忙碌少於 {c.hours:.1f} 小時時自己買比較便宜，超過就比較貴")
+            f"對比「{zh}」：每月忙碌少於 {c.hours:.1f} 小時時自己買比較便宜，超過就比較貴")
 
 
 def summary(own: Owning | None = None, rent: Renting | None = None, busy_hours: float = 0.0):
