@@ -189,3 +189,5 @@ def test_the_panel_redraws_from_the_same_arithmetic():
         (rentbuy.owning(Owning()).fixed - 5) / (2.25 - 0.0585))
     ax = p.figure.axes[0]
     assert sum(line.get_gid() in rentbuy.OPTIONS for line in ax.get_lines()) == 4
+    # the title's money is written USD: two dollar signs would make the text between them math
+    assert "$" not in ax.get_title() and "rent, always on 1,460 USD" in ax.get_title()

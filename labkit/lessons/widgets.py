@@ -373,10 +373,10 @@ def rent_buy_panel(own=None, rent=None, busy_hours: float = 0.0) -> Panel:
         ax = fig.subplots()
         rentbuy.plot_costs(rentbuy.monthly_costs(o, r), values["busy_hours"], ax=ax)
         at = table["USD/month at your hours"]
-        ax.set_title(_L(f"at {values['busy_hours']:.0f} busy hours a month: " + ", ".join(
-                            f"{rentbuy.OPTION_NAMES[k][0]} ${v:,.0f}" for k, v in at.items()),
-                        f"每月忙碌 {values['busy_hours']:.0f} 小時：" + "、".join(
-                            f"{rentbuy.OPTION_NAMES[k][1]} ${v:,.0f}" for k, v in at.items())),
+        ax.set_title(_L(f"a month at {values['busy_hours']:.0f} busy hours: " + "; ".join(
+                            f"{rentbuy.OPTION_NAMES[k][0]} {v:,.0f} USD" for k, v in at.items()),
+                        f"每月忙碌 {values['busy_hours']:.0f} 小時的每月成本：" + "；".join(
+                            f"{rentbuy.OPTION_NAMES[k][1]} {v:,.0f} 美元" for k, v in at.items())),
                      fontsize=9)
 
     hi_price = max(1.0, own.card_price * 4)
