@@ -103,6 +103,7 @@ EXPORTS = {
     # costs
     "capacity": "labkit.costs.capacity",
     "planning": "labkit.costs.planning",
+    "rentbuy": "labkit.costs.rentbuy",
     "roofline": "labkit.costs.roofline",
     # the lessons' helpers
     "classroom": "labkit.lessons.classroom",

@@ -96,12 +96,14 @@ def test_gates_panel_follows_the_threshold():
     assert p.result["verdict"].tolist() == ["fail: TTFT ok"]
 
 
-def test_rent_buy_panel_break_even():
-    p = widgets.rent_buy_panel(10000, 2.0, 10, power_w=0)       # 300 busy hours a month
-    assert p.result["break_even_months"]["busy hours only"] == pytest.approx(10000 / 600)
-    p.update(busy_hours_per_day=20)
-    assert p.result["break_even_months"]["busy hours only"] == pytest.approx(10000 / 1200)
-    assert p.result["break_even_months"]["always on"] == pytest.approx(10000 / 1440)
+def test_rent_buy_panel_crossover():
+    from labkit.costs import rentbuy
+    own, rent = rentbuy.seed_case(card_price=600, rent_per_hour=2.0)    # the seed's card alone
+    p = widgets.rent_buy_panel(own, rent, busy_hours=10)
+    assert p.result.loc["stopped when idle", "crossover h/month"] == pytest.approx(600 / 36 / 2)
+    p.update(years=1.0)
+    assert p.result.loc["stopped when idle", "crossover h/month"] == pytest.approx(600 / 12 / 2)
+    assert p.result.loc["always on", "USD/month at your hours"] == pytest.approx(2 * 730)
 
 
 def test_day_of_traffic_follows_the_profile():

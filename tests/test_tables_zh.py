@@ -26,18 +26,21 @@ def _all_chinese(columns, allowed=("GPU (GiB)",)):
 
 
 def test_display_tables_have_chinese_headings(zh):
-    from labkit.costs import capacity, planning
+    import dataclasses
+
+    from labkit.costs import capacity, rentbuy
     seed = capacity.seed_comparison()
     assert _all_chinese(seed.columns, allowed=()) == []
     lev = capacity.levers()
     assert _all_chinese(lev.columns, allowed=("KV type",)) == [] or "KV 型別" in lev.columns
     assert lev.iloc[0, 0].startswith("GQA（")
-    f = planning.seed_factors()
+    f = rentbuy.seed_factors()
     assert list(f.columns[:2]) == ["因素", "有利於"] and "租" in set(f["有利於"])
-    d = planning.defaults_table()
-    assert list(d.columns) == ["輸入", "預設值", "來源"]
-    assert all(CJK.search(s) for s in d["來源"])
-    assert list(d["輸入"]) == list(planning.RENT_BUY_DEFAULTS)        # the keyword names stay
+    d = rentbuy.inputs_table()
+    assert list(d.columns) == ["輸入", "值", "單位", "類別", "來源"]
+    assert all(CJK.search(s) for s in d["來源"]) and set(d["類別"]) == {"種子文章", "規格", "假設"}
+    fields = [f.name for cls in (rentbuy.Owning, rentbuy.Renting) for f in dataclasses.fields(cls)]
+    assert list(d["輸入"]) == fields                               # the field names stay
 
 
 def test_roofline_table_in_chinese(zh):
@@ -88,13 +91,13 @@ def test_show_renames_patterns_and_levels(zh):
 
 
 def test_english_tables_unchanged(monkeypatch):
-    from labkit.costs import capacity, planning
+    from labkit.costs import capacity, rentbuy
     monkeypatch.delenv(choice.ENV_LANG, raising=False)
     assert list(capacity.seed_comparison().columns[:4]) == ["GPU (GiB)", "model", "stand-in",
                                                            "source says"]
     assert capacity.levers().iloc[0]["attention"] == "GQA (as shipped)"
-    assert list(planning.defaults_table().columns) == ["input", "default", "source"]
-    assert list(planning.seed_factors().columns[:2]) == ["factor", "favours"]
+    assert list(rentbuy.inputs_table().columns) == ["input", "value", "unit", "kind", "source"]
+    assert list(rentbuy.seed_factors().columns[:2]) == ["factor", "favours"]
 
 
 def test_handbuilt_words_in_chinese(zh):
@@ -126,7 +129,7 @@ def test_the_tables_notebooks_keep_using_have_chinese_headings(zh):
     table, the roofline's prediction and the planning tables has a Chinese heading for show."""
     from test_plots_zh import _bench_rows
 
-    from labkit.costs import planning
+    from labkit.costs import planning, rentbuy
     from labkit import sim
     from labkit.costs import roofline as rl
     from labkit.bench import worksheet
@@ -140,7 +143,8 @@ def test_the_tables_notebooks_keep_using_have_chinese_headings(zh):
         "worksheet": worksheet(rows, 5.0), "summary": experiments.summarize({"a": run}),
         "requests": run.requests, "hourly": planning.hourly(run), "speeds": speeds,
         "needs": planning.service_needs(speeds, 1e5, 1e9, n_ctx_train=8192),
-        "break_even": planning.break_even_range(600, 4),
+        "rent_or_buy": rentbuy.summary(busy_hours=100), "seed_range": rentbuy.seed_range(),
+        "monthly_costs": rentbuy.monthly_costs(hours=[0, 100]),
         "predict": rl.predict(m, rl.model_cost()),
     }
     stay = {"id", "tok/s", "ms", "prompt_n", "cache_n", "prompt_ms", "predicted_ms", "n_ctx",

@@ -37,7 +37,7 @@ def _panels():
         "slots": widgets.slots_panel(),
         "load": widgets.load_panel(rate=0.5, slots=2),
         "gates": widgets.gates_panel(_bench_rows(), 2.5),
-        "rent_buy": widgets.rent_buy_panel(3000.0, 1.0, 8.0),
+        "rent_buy": widgets.rent_buy_panel(busy_hours=240.0),
         "classroom": widgets.classroom_panel(merged),
     }
 

@@ -1,15 +1,15 @@
 """Notebook helpers for reading results and planning capacity (notebooks 05, 07, 08).
 
 Saturation signals from a load sweep, an honest reading of a worksheet, the simulator's
-replay of measured requests and its prediction error, a day of traffic, rent against buy (an
-instance billed every hour it is up, and serverless billed by busy hours), and what a solo
+replay of measured requests and its prediction error, a day of traffic, and what a solo
 assistant and a 30-user chat need. Notebooks reach most of them through :mod:`labkit.notebook`;
-notebook 08 imports the rent-or-buy and service helpers from here directly.
+notebook 08 imports the service helpers from here directly (rent or buy is
+:mod:`labkit.costs.rentbuy`).
 """
 
 from __future__ import annotations
 
-from ..lang.i18n import chinese, pick, show, value
+from ..lang.i18n import pick, value
 
 # ---------------------------------------------------------------------------- scheduling (notebook 07)
 
@@ -164,148 +164,11 @@ def hourly(result):
     return out
 
 
-# ---------------------------------------------------------------------------- rent or buy (notebook 08)
+# ---------------------------------------------------------------------------- the planner's month
 
-# Every default below says where it came from. SEED is the capacity-planning article the learners
-# read (its section 租 vs 買，速寫); it gives its prices "as of now" (截至目前) and no date.
-SEED = "002_d3d53c3c703d85c8.txt"
-HOURS_PER_DAY = 24
+# The month labkit.exercises.quantities reads "months" in (8.3's instance is up 24 h x 30 days).
+# Rent or buy (notebook 08) lives in labkit.costs.rentbuy, whose instance is up 730 h a month.
 DAYS_PER_MONTH = 30
-
-SEED_PRICES = {
-    # name: (low, high, unit, the seed's words)
-    "rent a 24 GB-class GPU": (0.50, 2.0, "USD per hour", "租用的 24GB 級 GPU 約每小時 $0.50–2"),
-    "buy a used 24 GB card": (None, None, "USD, once", "二手 24GB 卡數百美元 (a few hundred dollars)"),
-    "break-even": (300, 1000, "hours of actual generation", "損益兩平大約在 300–1,000 小時的實際生成"),
-}
-
-RENT_BUY_DEFAULTS = {
-    # value, where it came from
-    "buy_price": (600.0, f"{SEED}: a used 24 GB card costs 'a few hundred dollars'; 600 is one "
-                         "such price, the one that puts the seed's own break-even at about 300 hours "
-                         "for its top rent of $2/h"),
-    "rent_per_hour": (1.0, f"{SEED}: a rented 24 GB-class GPU costs about $0.50-2 per hour; 1.0 "
-                           "lies inside that range"),
-    "serverless_per_hour": (1.0, f"{SEED} gives one hourly range; a scale-to-zero service bills "
-                                 "per second of use at its own rate: put your quote here (the "
-                                 "default reuses the instance rate)"),
-    "power_w": (350.0, "not in the seed: the board power NVIDIA specifies for a GeForce RTX 3090, "
-                       "a 24 GB card (the most a card of that class draws while generating)"),
-    "kwh_price": (0.15, "not in the seed: an example price per kWh; replace it with your bill"),
-    "busy_hours_per_day": (4.0, "not in the seed, which says most people overestimate their "
-                                "hours and should measure a real week first: an example to replace"),
-}
-
-# What the seed weighs beside the money (租 vs 買，速寫), as it lists them.
-SEED_FACTORS = [
-    ("privacy", "buy (run it yourself)", "本機贏在隱私"),
-    ("latency", "buy (run it yourself)", "本機贏在…延遲"),
-    ("no rate limits", "buy (run it yourself)", "本機贏在…無速率限制"),
-    ("bursty demand", "rent", "租用贏在爆發性需求"),
-    ("80 GB-class models (no consumer card holds them)", "rent",
-     "租用贏在…沒有消費卡裝得下的 80GB 級模型"),
-    ("your real hours (most people overestimate them)", "measure first",
-     "多數人高估自己的時數——決定前先量測真實的一週"),
-]
-
-
-# The same factors in Chinese (the table shown under LABKIT_LANG=zh-TW).
-SEED_FACTORS_ZH = {
-    "privacy": "隱私", "latency": "延遲", "no rate limits": "沒有速率限制",
-    "bursty demand": "爆發性需求",
-    "80 GB-class models (no consumer card holds them)": "80 GB 級模型（沒有消費級顯卡裝得下）",
-    "your real hours (most people overestimate them)": "你真實的使用時數（多數人會高估）",
-    "buy (run it yourself)": "買（自己架）", "rent": "租", "measure first": "先量測",
-}
-
-# Where each default came from, in Chinese (the table shown under LABKIT_LANG=zh-TW).
-RENT_BUY_SOURCES_ZH = {
-    "buy_price": f"{SEED}：二手 24 GB 卡「數百美元」；600 是其中一個價格，用它算，種子文章自己的"
-                 "回本點在最高租金 $2/h 時約為 300 小時",
-    "rent_per_hour": f"{SEED}：租用 24 GB 級 GPU 約每小時 $0.50–2；1.0 落在這個範圍內",
-    "serverless_per_hour": f"{SEED} 只給了一個每小時的範圍；可縮到零的服務按實際使用的秒數以自己的"
-                           "費率計費：請填你拿到的報價（預設沿用租用執行個體的費率）",
-    "power_w": "種子文章沒有：NVIDIA 為 24 GB 的 GeForce RTX 3090 標示的顯示卡功耗（這類卡生成時"
-               "最多耗用的電力）",
-    "kwh_price": "種子文章沒有：每度電（kWh）的範例價格；請換成你的電費單上的價格",
-    "busy_hours_per_day": "種子文章沒有；它說多數人會高估自己的時數，應先量測真實的一週："
-                          "這是個要換掉的範例",
-}
-
-
-def seed_factors():
-    """The seed's non-price factors as a table: factor, which side it favours, the seed's words
-    (in Chinese under LABKIT_LANG=zh-TW: factor and side translated, headings too)."""
-    import pandas as pd
-    if chinese():
-        return pd.DataFrame([(SEED_FACTORS_ZH.get(f, f), SEED_FACTORS_ZH.get(side, side), words)
-                             for f, side, words in SEED_FACTORS],
-                            columns=["因素", "有利於", f"{SEED} 原文"])
-    return pd.DataFrame(SEED_FACTORS, columns=["factor", "favours", f"in {SEED}"])
-
-
-def defaults_table():
-    """RENT_BUY_DEFAULTS as a table: input, value, where it came from (in Chinese under
-    LABKIT_LANG=zh-TW; the inputs keep their names, the keyword arguments of
-    :func:`rent_buy_compare`)."""
-    import pandas as pd
-    if chinese():
-        return pd.DataFrame([(k, v, RENT_BUY_SOURCES_ZH.get(k, src))
-                             for k, (v, src) in RENT_BUY_DEFAULTS.items()],
-                            columns=["輸入", "預設值", "來源"])
-    return pd.DataFrame([(k, v, src) for k, (v, src) in RENT_BUY_DEFAULTS.items()],
-                        columns=["input", "default", "source"])
-
-
-def rent_buy_compare(buy_price: float, rent_per_hour: float, busy_hours_per_day: float, *,
-                     serverless_per_hour: float | None = None, power_w: float = 350.0,
-                     kwh_price: float = 0.15, other_per_month: float = 0.0, months: int = 24,
-                     days_per_month: int = DAYS_PER_MONTH):
-    """Cumulative cost, month by month, of three ways to have a GPU:
-
-    - **buy**: ``buy_price`` up front, then each month the electricity of the busy hours
-      (``power_w`` x busy hours x ``kwh_price``) plus ``other_per_month`` (hosting, idle power);
-    - **rent, always on**: a rented instance bills every hour it is up, 24 h x ``days_per_month``
-      at ``rent_per_hour``, busy or not;
-    - **rent, busy hours only**: serverless / scale-to-zero, billed only for the busy hours at
-      ``serverless_per_hour`` (default: ``rent_per_hour``).
-
-    Returns ``table`` (months x the three columns), ``monthly`` (cost per month of each),
-    ``break_even_months`` ({"always on": m, "busy hours only": m}, None where buying never catches
-    up) and ``hours`` (busy and billed hours per month)."""
-    import pandas as pd
-    serverless_per_hour = rent_per_hour if serverless_per_hour is None else serverless_per_hour
-    busy = busy_hours_per_day * days_per_month
-    up = HOURS_PER_DAY * days_per_month
-    running = busy * power_w / 1000 * kwh_price + other_per_month
-    monthly = {"buy": running, "rent, always on": up * rent_per_hour,
-               "rent, busy hours only": busy * serverless_per_hour}
-    m = pd.RangeIndex(0, months + 1, name="month").to_numpy()
-    table = pd.DataFrame({"buy": buy_price + running * m,
-                          "rent, always on": monthly["rent, always on"] * m,
-                          "rent, busy hours only": monthly["rent, busy hours only"] * m},
-                         index=pd.RangeIndex(0, months + 1, name="month"))
-
-    def even(rent_monthly):
-        gap = rent_monthly - running
-        return buy_price / gap if gap > 0 else None
-    return {"table": table, "monthly": monthly,
-            "break_even_months": {"always on": even(monthly["rent, always on"]),
-                                  "busy hours only": even(monthly["rent, busy hours only"])},
-            "hours": {"busy per month": busy, "billed always on": up}}
-
-
-def break_even_range(buy_price: float, busy_hours_per_day: float, rents=(0.50, 1.0, 2.0), **kw):
-    """Break-even months of buying against both kinds of renting, for each hourly rent in
-    ``rents`` (default: the seed's range and 1.0 inside it)."""
-    import pandas as pd
-    rows = []
-    for rent in rents:
-        r = rent_buy_compare(buy_price, rent, busy_hours_per_day,
-                             serverless_per_hour=rent, **kw)["break_even_months"]
-        rows.append({"rent per hour": rent, "vs always on (months)": r["always on"],
-                     "vs busy hours only (months)": r["busy hours only"]})
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------- solo vs chat (notebook 08)

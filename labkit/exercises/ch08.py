@@ -1,5 +1,5 @@
-"""Notebook 08 (capacity planning): prediction error, the step cost, rent or buy against an
-instance that is always up, a day's plot, a chat's KV memory, and rent or buy for your team."""
+"""Notebook 08 (capacity planning): prediction error, the step cost, a machine of your own against
+an instance that is always up, a day's plot, a chat's KV memory, and rent or buy for your team."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def _break_even(answer):
     if abs(v - BUY / (24 * DAYS * RENT - POWER)) < 0.005:
         return True, ""
     if abs(v - BUY / (24 * DAYS * RENT)) < 0.005:
-        return False, pick("owning is not free once bought: the card's power bill is paid every "
-                           "month", "買了之後也不是免費的：每個月都要付這張卡的電費")
+        return False, pick("owning is not free once bought: the machine's power bill is paid every "
+                           "month", "買了之後也不是免費的：每個月都要付這台機器的電費")
     if abs(v - BUY / (BUSY_H * DAYS * RENT - POWER)) < 0.01 or abs(v - BUY / (BUSY_H * DAYS * RENT)) < 0.01:
         return False, pick("that is the serverless price: a rented instance bills every hour it is "
                            "up, not only the hours it generates",
@@ -113,33 +113,38 @@ def _chat_kv(answer):
 
 open_question(
     "8.6",
-    Both("Rent or buy for your team? Use your own numbers: the busy hours a day from your simulated "
-         "(or measured) day, your quotes for a card and an hourly rent, and the break-even months "
-         "against an always-on instance and against paying only the busy hours. Say which you "
-         "choose and which non-price factor of the seed would change your mind.",
-         "你的團隊該租還是買？用你自己的數字：模擬（或實測）的一天裡每天忙碌的時數、你拿到的顯示卡"
-         "與每小時租金報價，以及對一直開著的執行個體、對只付忙碌時數各自的回本月數。說出你的選擇，"
+    Both("Rent or buy for your team? Use your own numbers: your busy hours a month from your "
+         "simulated (or measured) day, your quotes, the cost of a month of owning the machine and "
+         "of each way of renting at those hours, and the crossover hours. Say which you choose and "
+         "which non-price factor of the seed would change your mind.",
+         "你的團隊該租還是買？用你自己的數字：模擬（或實測）的一天算出的每月忙碌時數、你拿到的報價、"
+         "在這個時數下自己買機器和每種租法每月的成本，以及交叉點的時數。說出你的選擇，"
          "以及種子文章裡哪個價格以外的因素會讓你改變主意。"),
     model_answer=Both(
-        "My simulated day kept the server busy about 6 hours; at the seed's $1 an hour that is "
-        "$180 a month serverless, against $720 for an instance left up 24 hours. A $600 used "
-        "24 GB card with about $10 of power a month breaks even after under a month against the "
-        "always-on instance and after about 3.5 months against serverless. We generate every "
-        "working day and our documents must stay in the building (privacy), so we buy; we would "
-        "rent instead if our demand came in bursts or we needed an 80 GB-class model that no "
-        "consumer card holds.",
-        "我模擬的一天讓伺服器忙了約 6 小時；以種子文章每小時 $1 計，無伺服器每月 $180，而一台 24 小時"
-        "開著的執行個體每月 $720。一張 $600 的二手 24 GB 卡、每月約 $10 電費，對一直開著的執行個體"
-        "不到一個月就回本，對無伺服器約 3.5 個月回本。我們每個工作天都在生成，文件也必須留在公司內"
-        "（隱私），所以選擇買；如果需求是一陣一陣的爆發，或需要消費級顯示卡放不下的 80 GB 等級模型，"
-        "我們就會改用租的。"),
+        "My simulated day kept the server busy about 10 hours a day, about 300 hours a month. At "
+        "those hours the whole machine (a $600 card, half of an $800 PC, sold for $250 after 3 "
+        "years, power idle and busy) costs about $45 a month, against $730 for an instance always "
+        "on, about $340 for one stopped when idle and $465 serverless. Owning costs less than "
+        "stopping an instance above about 21 busy hours a month, so we would still buy at a tenth "
+        "of our hours. We generate every working day and our documents must stay in the building "
+        "(privacy), so we buy; we would rent instead if our demand came in bursts or we needed an "
+        "80 GB-class model that no consumer card holds.",
+        "我模擬的一天讓伺服器每天忙約 10 小時，每月約 300 小時。在這個時數下，整台機器（一張 $600 "
+        "的卡、一台 $800 電腦的一半，3 年後以 $250 賣掉，算進閒置和忙碌的電費）每月約 $45；一直開著的"
+        "執行個體每月 $730，閒置就關機的約 $340，無伺服器約 $465。每月忙碌超過約 21 小時，自己買就比"
+        "閒置就關機的執行個體便宜，所以就算時數只有十分之一，我們還是會買。我們每個工作天都在生成，"
+        "文件也必須留在公司內（隱私），所以選擇買；如果需求是一陣一陣的爆發，或需要消費級顯示卡放不下"
+        "的 80 GB 等級模型，我們就會改用租的。"),
     rubric=[
-        Both("quotes the busy hours a day and where they came from (the simulated day, or a real "
-             "week measured)", "引用每天忙碌的時數和它的來源（模擬的一天，或實測的一週）"),
-        Both("compares buying with both kinds of renting and says an instance bills every hour it "
-             "is up", "把買和兩種租法都比較過，並指出執行個體開著的每一小時都計費"),
-        Both("gives the break-even months (or 'never') for the prices used, and where the prices "
-             "came from", "給出所用價格下的回本月數（或「永遠不會」），以及價格的出處"),
+        Both("quotes the busy hours a month and where they came from (the simulated day, or a "
+             "real week measured)", "引用每月忙碌的時數和它的來源（模擬的一天，或實測的一週）"),
+        Both("sets the whole machine (card, the PC's share, power, resale), not the card alone, "
+             "against the ways of renting, and says an instance always on bills every hour of "
+             "the month", "拿整台機器（顯示卡、電腦那一份、電費、轉賣價）而不只是一張卡，和各種租法比較，"
+             "並指出一直開著的執行個體整個月每一小時都計費"),
+        Both("gives the cost of a month of each at those hours, or the crossover hours, and where "
+             "the prices came from (quotes, the seed, or assumptions)",
+             "給出在這個時數下每種方案每月的成本，或交叉點的時數，以及價格的出處（報價、種子文章或假設）"),
         Both("names at least one non-price factor from the seed (privacy, latency, rate limits, "
              "bursty demand, 80 GB-class models) and says how it weighs",
              "至少舉出一個種子文章裡價格以外的因素（隱私、延遲、速率限制、突發的需求、80 GB 等級的"

@@ -441,14 +441,18 @@ HEADINGS: dict[str, str] = {
     "per_stream_tok_s": "每條串流 tok/s", "saturated": "已飽和",
     "tok_s_vs_1_slot": "tok/s（1 槽位的倍數）", "completion_p50_vs_1_slot": "完成時間 p50（1 槽位的倍數）",
     "single_requests_slower": "單一請求變慢", "quantity": "量", "measured": "實測",
-    "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "rent per hour": "每小時租金",
-    "vs always on (months)": "對比一直開著的租用（月）",
-    "vs busy hours only (months)": "對比只租忙碌時段（月）", "total_tok_s": "總 tok/s",
+    "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "total_tok_s": "總 tok/s",
     "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV 快取 (MiB)",
     "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
-    "machines": "機器數", "month": "月", "buy": "買下", "rent, always on": "租用，一直開著",
-    "rent, busy hours only": "租用，只租忙碌時段", "always on": "一直開著的租用",
-    "busy hours only": "只租忙碌時段",
+    "machines": "機器數",
+    # rent or buy (labkit.costs.rentbuy): its options, their summary and the seed's arithmetic
+    "option": "方案", "own": "自己買機器", "always on": "租用，一直開著",
+    "stopped when idle": "租用，閒置就關機", "serverless": "無伺服器",
+    "busy hours a month": "每月忙碌時數", "fixed USD/month": "固定成本（美元/月）",
+    "USD per busy hour": "每忙碌小時（美元）", "USD/month at your hours": "你的時數下每月（美元）",
+    "crossover h/month": "交叉點（小時/月）", "owning cheaper": "自己買較便宜的範圍",
+    "card USD": "顯示卡（美元）", "rent USD/h": "租金（美元/小時）",
+    "hours to break even": "回本所需時數", "in the seed's 300-1,000": "落在種子文章的 300-1,000 內",
     # live and in-process runs (labkit.lessons.live, labkit.lessons.llama_server)
     "first difference": "第一個差異", "compared": "比較的文件數", "identical": "完全相同",
     "server_decode_tok_s": "伺服器端解碼 tok/s", "client_decode_tok_s": "用戶端解碼 tok/s",
@@ -554,6 +558,11 @@ CELL_WORDS = {
     # where notebook 08's speeds come from (labkit.costs.planning.learner_speeds)
     "source": {"notebook 05's worksheet": "筆記本 05 的工作表",
                "this notebook's held-out run": "這本筆記本保留驗證的那一輪"},
+    # rent or buy (labkit.costs.rentbuy.summary): the options, and where owning costs less
+    "option": {"own": "自己買機器", "always on": "租用，一直開著",
+               "stopped when idle": "租用，閒置就關機", "serverless": "無伺服器"},
+    "owning cheaper": {"above": "超過交叉點", "below": "低於交叉點", "always": "任何時數",
+                       "never": "任何時數都不會", "": ""},
     # what notebook 08 measures and predicts (labkit.costs.planning.prediction_error)
     "quantity": {"TTFT p50 s": HEADINGS["ttft_p50_s"], "TTFT mean s": "首字等待平均 (s)",
                  "TTFT p90 s": HEADINGS["ttft_p90_s"]},

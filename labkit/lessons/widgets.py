@@ -14,12 +14,12 @@ browser through ``update`` and read ``result``; moving a slider calls the same
   and a picture of the table tops (notebook 04).
 - :func:`gates_panel`: your TTFT threshold -> the worksheet's three gates (notebook 05).
 - :func:`load_panel`: arrival rate, slots, policy -> queue depth and KV use (notebook 07).
-- :func:`rent_buy_panel`: your quotes and hours -> buy, rent always on, rent busy hours only,
-  and the break-even months (notebook 08).
+- :func:`rent_buy_panel`: your quotes and busy hours a month -> the cost of a month of owning the
+  machine, renting it always on, stopped when idle, or serverless (notebook 08).
 - :func:`classroom_panel`: a worksheet column -> learner x configuration (classroom).
 
 A panel only wires controls to a computation that lives elsewhere (the simulator's
-experiments, the capacity calculator, :mod:`labkit.models.kv`, :mod:`labkit.costs.planning`), and its
+experiments, the capacity calculator, :mod:`labkit.models.kv`, :mod:`labkit.costs.rentbuy`), and its
 choices come from where those computations keep them: the policies the simulator knows,
 the KV cache types :mod:`labkit.models.kv` has bytes for, the models the calculator describes.
 """
@@ -31,17 +31,15 @@ from typing import Any, Callable
 
 from ..lang.fonts import label as _L
 from ..lang.glossary import lookup
-from ..lang.i18n import heading, pick
+from ..lang.i18n import pick
 
 # Names shown for the simulator's keys (the values stay the keys: "fifo", "static" ...): the
-# glossary's words for the batching modes and the policies, the table headings' for rent or buy.
+# glossary's words for the batching modes and the policies.
 MODE_NAMES = {m: lookup(f"{m} batching").chinese for m in ("static", "dynamic", "continuous")}
 POLICY_NAMES = {key: f"{lookup(term).chinese}（{term}）" for key, term in
                 (("fifo", "FIFO"), ("sjf", "SJF"), ("priority", "priority"),
                  ("fair", "fair share"))}
 MIX_NAMES = {"short": "短", "mixed": "長短混合", "long": "長"}
-RENT_BUY_NAMES = {k: heading(k) for k in ("buy", "rent, always on", "rent, busy hours only",
-                                          "always on", "busy hours only")}
 
 # ---------------------------------------------------------------------------- the panel
 
@@ -349,56 +347,53 @@ def gates_panel(rows, ttft_threshold_s: float = 10.0) -> Panel:
 
 # ---------------------------------------------------------------------------- notebook 08: rent or buy
 
-def rent_buy_panel(buy_price: float, rent_per_hour: float, busy_hours_per_day: float, *,
-                   serverless_per_hour: float | None = None, power_w: float = 350.0,
-                   kwh_price: float = 0.15, months: int = 24) -> Panel:
-    """Your quotes and hours -> cumulative cost of buying, renting an instance that is always up,
-    and renting only the busy hours (serverless), with the break-even months (notebook 08).
-    ``result`` is :func:`labkit.costs.planning.rent_buy_compare`'s dict."""
-    from ..costs.planning import rent_buy_compare
+def rent_buy_panel(own=None, rent=None, busy_hours: float = 0.0) -> Panel:
+    """Your quotes and hours -> the cost of a month of owning the machine and of each way of
+    renting it, over the busy hours a month, with your hours marked (notebook 08). ``own`` and
+    ``rent`` are :class:`labkit.costs.rentbuy.Owning` and ``Renting`` (default: theirs); the
+    sliders replace some of their fields. ``result`` is :func:`labkit.costs.rentbuy.summary`'s
+    table at your hours."""
+    import dataclasses
 
-    def compute(buy_price, rent_per_hour, serverless_per_hour, busy_hours_per_day, power_w,
-                kwh_price, months):
-        return rent_buy_compare(buy_price, rent_per_hour, busy_hours_per_day,
-                                serverless_per_hour=serverless_per_hour, power_w=power_w,
-                                kwh_price=kwh_price, months=months)
+    from ..costs import rentbuy
+    own, rent = own or rentbuy.Owning(), rent or rentbuy.Renting()
+    owning_fields = ("card_price", "years", "kwh_price")
+    renting_fields = ("rent_per_hour", "serverless_per_hour")
 
-    def draw(fig, r, values):
+    def inputs(values):
+        return (dataclasses.replace(own, **{k: values[k] for k in owning_fields}),
+                dataclasses.replace(rent, **{k: values[k] for k in renting_fields}))
+
+    def compute(busy_hours, **values):
+        o, r = inputs(values)
+        return rentbuy.summary(o, r, busy_hours)
+
+    def draw(fig, table, values):
+        o, r = inputs(values)
         ax = fig.subplots()
-        r["table"].plot(ax=ax, style=["-", "--", ":"])
-        even = r["break_even_months"]
-        english = "buying breaks even: " + "; ".join(
-            f"vs {k} {'after %.1f months' % v if v is not None else 'never'}"
-            for k, v in even.items())
-        chinese = "買下來何時回本：" + "；".join(
-            f"對比{RENT_BUY_NAMES.get(k, k)} "
-            f"{'%.1f 個月後' % v if v is not None else '永遠不會'}" for k, v in even.items())
-        ax.set_title(_L(english, chinese), fontsize=9)
-        names = [_L(str(c), RENT_BUY_NAMES.get(str(c), str(c))) for c in r["table"].columns]
-        if names != [str(c) for c in r["table"].columns]:
-            ax.legend(names)
-        ax.set_xlabel(_L("month", "月")); ax.set_ylabel(_L("cumulative cost (USD, or your currency)",
-                                                          "累計成本（USD 或你的幣別）"))
-        ax.grid(alpha=0.3)
+        rentbuy.plot_costs(rentbuy.monthly_costs(o, r), values["busy_hours"], ax=ax)
+        at = table["USD/month at your hours"]
+        ax.set_title(_L(f"a month at {values['busy_hours']:.0f} busy hours: " + "; ".join(
+                            f"{rentbuy.OPTION_NAMES[k][0]} {v:,.0f} USD" for k, v in at.items()),
+                        f"每月忙碌 {values['busy_hours']:.0f} 小時的每月成本：" + "；".join(
+                            f"{rentbuy.OPTION_NAMES[k][1]} {v:,.0f} 美元" for k, v in at.items())),
+                     fontsize=9)
 
-    hi_price = max(1.0, buy_price * 4)
-    hi_rent = max(1.0, rent_per_hour * 4)
-    serverless = rent_per_hour if serverless_per_hour is None else serverless_per_hour
+    hi_price = max(1.0, own.card_price * 4)
+    hi_rent = max(1.0, rent.rent_per_hour * 4, rent.serverless_per_hour * 2)
     return Panel(compute, {
-        "buy_price": Control("float", 0.0, hi_price, hi_price / 200,
-                             description=pick("buy price", "購買價格")),
+        "busy_hours": Control("float", 0.0, own.on_hours, 1.0,
+                              description=pick("busy h/month", "每月忙碌時數")),
+        "card_price": Control("float", 0.0, hi_price, hi_price / 200,
+                              description=pick("card price", "顯示卡價格")),
+        "years": Control("float", 0.5, 10.0, 0.5, description=pick("years kept", "使用年數")),
+        "kwh_price": Control("float", 0.0, 1.0, 0.01, description=pick("per kWh", "每度電 kWh")),
         "rent_per_hour": Control("float", 0.0, hi_rent, 0.01,
                                  description=pick("rent/hour", "租用每小時")),
-        "serverless_per_hour": Control("float", 0.0, max(hi_rent, serverless * 4), 0.01,
+        "serverless_per_hour": Control("float", 0.0, hi_rent, 0.01,
                                        description=pick("serverless/h", "無伺服器每小時")),
-        "busy_hours_per_day": Control("float", 0.0, 24.0, 0.25,
-                                      description=pick("busy h/day", "每日忙碌時數")),
-        "power_w": Control("float", 0.0, 1000.0, 10.0, description=pick("power W", "功耗 W")),
-        "kwh_price": Control("float", 0.0, 1.0, 0.01, description=pick("per kWh", "每度電 kWh")),
-        "months": Control("int", 1, 120, 1, description=pick("months", "月數")),
-    }, {"buy_price": buy_price, "rent_per_hour": rent_per_hour,
-        "serverless_per_hour": serverless, "busy_hours_per_day": busy_hours_per_day,
-        "power_w": power_w, "kwh_price": kwh_price, "months": months},
+    }, {"busy_hours": busy_hours, **{k: getattr(own, k) for k in owning_fields},
+        **{k: getattr(rent, k) for k in renting_fields}},
         draw, title=pick("Rent or buy", "租還是買"))
 
 
