@@ -1,6 +1,7 @@
 """The engine's pure logic (scheduler, slot states, stop strings, UTF-8 streaming, timings,
 config): no model needed."""
 
+import tracemalloc
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from labkit.engine.config import EngineConfig
 from labkit.engine.request import Request, RequestHandle, Timings, usage
 from labkit.engine.sampling import SamplingParams, StopMatcher, TextStream, complete_utf8
-from labkit.engine.trace import Metrics
+from labkit.engine.trace import Metrics, Trace
 from labkit.engine.scheduler import (choose_slot, common_prefix, plan_step, reservation,
                                      reserve_room, reused_prefix)
 from labkit.engine.slot import GENERATING, IDLE, PREFILL, Slot
@@ -327,3 +328,49 @@ def test_chat_template_does_not_repeat_the_tokens_the_tokenizer_adds():
     t = ChatTemplate("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", "<s>", "</s>",
                      add_bos=True, add_eos=False)
     assert t.render([{"role": "user", "content": "x"}]) == "x</s>"
+
+
+# ---------------------------------------------------------------- the step trace
+
+def _add_steps(trace, n, busy):
+    for i in range(n):
+        trace.add(i * 0.01, i * 0.01 + 0.005, busy, 0, 0, busy, 100 + i, 100 + i, busy,
+                  tuple((s, "decode", 1, 7 + s) for s in range(busy)))
+
+
+def test_the_trace_keeps_the_last_20000_steps():
+    # A server that runs for hours must not keep every step: the trace once kept 100 000
+    # of them (about 60 MB with 4 busy slots), the steady part of a soak's RSS growth.
+    t = Trace(4)
+    _add_steps(t, 30_000, 4)
+    kept = t.records()
+    assert len(kept) == 20_000 and t.n_steps == 30_000
+    assert [kept[0][0], kept[-1][0]] == [10_000, 29_999]   # the newest, numbered on
+    assert len(t.steps_df()) == 20_000 and len(t.slots_df()) == 4 * 20_000
+
+
+def test_the_trace_keeps_fewer_steps_when_many_slots_are_busy():
+    t = Trace(64)
+    _add_steps(t, 3_000, 64)
+    kept = t.records()
+    assert sum(len(r[10]) for r in kept) <= 80_000 and len(kept) == 80_000 // 64
+    assert kept[-1][0] == 2_999
+    t.clear()
+    _add_steps(t, 10, 64)            # clearing forgets the entries it dropped
+    assert len(t.records()) == 10
+
+
+def test_a_full_trace_holds_about_15_mb():
+    held = []
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        t = Trace(16)
+        _add_steps(t, 30_000, 4)           # 20 000 steps of 4 busy slots
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+        _add_steps(t, 6_000, 16)           # 5 000 steps of 16
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+    finally:
+        tracemalloc.stop()
+    assert len(t.records()) == 80_000 // 16
+    assert max(held) < 16 * 2**20, [f"{h / 2**20:.1f} MB" for h in held]

@@ -230,6 +230,17 @@ def test_fetch_trace_and_mark(monkeypatch):
     assert harness.next_step(pd.DataFrame()) == 0
 
 
+def test_fetch_trace_refuses_a_run_the_trace_no_longer_holds(monkeypatch):
+    monkeypatch.setattr(httpx, "get", lambda url, params, timeout: httpx.Response(
+        200, json=[{"step": s} for s in (20_500, 20_501) if s >= params["since"]],
+        request=httpx.Request("GET", url)))
+    assert harness.fetch_trace("http://h:1", since=20_500)["step"].tolist() == [20_500, 20_501]
+    assert len(harness.fetch_trace("http://h:1")) == 2         # all it holds, from a mark of 0
+    assert harness.fetch_trace("http://h:1", since=30_000).empty   # nothing since: no steps
+    with pytest.raises(RuntimeError, match="no longer holds step 500 .*starts at step 20500"):
+        harness.fetch_trace("http://h:1", since=500)
+
+
 def test_fetch_trace_raises_on_an_error_status(monkeypatch):
     monkeypatch.setattr(httpx, "get", lambda url, **kw: httpx.Response(
         400, json={"error": {}}, request=httpx.Request("GET", url)))

@@ -104,12 +104,19 @@ def warm_up(base_url: str, workload, sampling: Sampling, times: int = 2) -> None
 
 def fetch_trace(base_url: str, since: int = 0, kind: str = "steps") -> pd.DataFrame:
     """The server's trace (``GET /trace``): one row per engine step (``kind="steps"``) or per
-    slot and step (``kind="slots"``), from step ``since`` on."""
+    slot and step (``kind="slots"``), from step ``since`` on. Raises RuntimeError when the
+    server no longer holds step ``since`` (its trace keeps the last 20 000 steps, fewer with
+    many busy slots: ``labkit.engine.trace.MAX_STEPS``), rather than return part of a run."""
     import httpx
     r = httpx.get(base_url.rstrip("/") + "/trace", params={"since": since, "kind": kind},
                   timeout=60)
     r.raise_for_status()
-    return pd.DataFrame(r.json())
+    df = pd.DataFrame(r.json())
+    if since > 0 and len(df) and int(df["step"].min()) > since:
+        raise RuntimeError(f"the server's trace no longer holds step {since} (it starts at "
+                           f"step {int(df['step'].min())}): the run was longer than the trace "
+                           "keeps")
+    return df
 
 
 def next_step(steps: pd.DataFrame) -> int:

@@ -7,6 +7,14 @@ decodes, how much context the batch attended to, and how many KV cells were in
 use afterwards, plus what each slot did. :meth:`Trace.steps_df` and
 :meth:`Trace.slots_df` turn that into pandas tables; labkit.sim fits its cost
 model on the first and draws the second as a Gantt chart.
+
+The trace is a ring buffer: it keeps the last :data:`MAX_STEPS` steps, and fewer when many
+slots work at once (at most :data:`MAX_ACTIONS` slot entries), so that a server that runs
+for days holds a few MB of it, not an ever larger share of its memory. A step costs about
+300 bytes plus about 80 per busy slot (20 000 steps of 4 busy slots: 12 MB, measured with
+tracemalloc), so the whole trace stays under about 15 MB however many slots there are. A
+measured run (a benchmark's, a lesson's) is a few thousand steps at most; a client that wants
+a longer record reads ``GET /trace?since=STEP`` as it goes.
 """
 
 from __future__ import annotations
@@ -18,21 +26,29 @@ STEP_COLUMNS = ["step", "t_start", "t_end", "dur_s", "n_tokens", "n_prefill_toke
                 "n_prefill_seqs", "n_decode", "attended", "kv_used", "n_busy"]
 SLOT_COLUMNS = ["step", "t_start", "t_end", "slot", "action", "n_tokens", "request_id"]
 
+MAX_STEPS = 20_000      # the steps the trace keeps (12 MB with 4 busy slots)
+MAX_ACTIONS = 80_000    # and the (step, busy slot) entries: 20 000 steps of 4 busy slots
+
 
 class Trace:
-    """A bounded record of the last ``maxlen`` llama_decode calls.
+    """A bounded record of the last llama_decode calls: at most ``max_steps`` of them, and
+    fewer when their slot entries would pass ``max_actions`` (the oldest go first).
 
     A record is a tuple ``(step, t_start, t_end, n_tokens, n_prefill_tokens,
     n_prefill_seqs, n_decode, attended, kv_used, n_busy, actions)`` where
     ``actions`` lists ``(slot, action, n_tokens, request_id)`` for the slots
     that had tokens in the batch; every other slot was idle for that call.
     Only successful calls are recorded; failed ones (KV pool exhausted) are
-    counted in the metrics instead.
+    counted in the metrics instead. ``n_steps`` counts every call recorded, kept or not:
+    step numbers go on from there after old records are dropped.
     """
 
-    def __init__(self, n_slots: int, maxlen: int = 100_000):
-        self.n_slots = n_slots
-        self._records: deque = deque(maxlen=maxlen)
+    def __init__(self, n_slots: int, max_steps: int = MAX_STEPS, max_actions: int = MAX_ACTIONS):
+        if max_steps < 1 or max_actions < 1:
+            raise ValueError("the trace must keep at least one step")
+        self.n_slots, self.max_steps, self.max_actions = n_slots, max_steps, max_actions
+        self._records: deque = deque()
+        self._n_actions = 0     # the slot entries of the records kept
         self._lock = threading.Lock()
         self.n_steps = 0
 
@@ -42,11 +58,16 @@ class Trace:
         with self._lock:
             self._records.append((self.n_steps, t_start, t_end, n_tokens, n_prefill_tokens,
                                   n_prefill_seqs, n_decode, attended, kv_used, n_busy, actions))
+            self._n_actions += len(actions)
             self.n_steps += 1
+            while len(self._records) > 1 and (len(self._records) > self.max_steps
+                                              or self._n_actions > self.max_actions):
+                self._n_actions -= len(self._records.popleft()[10])
 
     def clear(self) -> None:
         with self._lock:
             self._records.clear()
+            self._n_actions = 0
 
     def records(self) -> list[tuple]:
         with self._lock:
