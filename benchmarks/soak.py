@@ -35,8 +35,8 @@ half the time, twice the CPU). A measurement, not a timed test: nothing here pas
 fails, and there is no quiet-machine wait (memory, unlike speed, hardly depends on other
 load). Environment variables reach both servers (``MALLOC_ARENA_MAX=2 python
 benchmarks/soak.py``). ``--out DIR`` (default ``results/soak-<time>``) keeps ``rss.csv``,
-``requests.csv``, ``report.md`` and the servers' logs. Ctrl-C stops the load and every
-server it started, and still reports what was measured.
+``requests.csv``, ``report.md`` and the servers' logs. Ctrl-C (or SIGTERM) stops the load and
+every server it started, and still reports what was measured.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import json
 import os
 import random
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -246,10 +247,10 @@ def soak_one(label: str, cfg: ServerConfig, a, seed: int, stop: threading.Event,
                     break
                 stop.wait(min(a.sample_s, max(0.0, deadline - now)))
         finally:
+            res["ended"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
             done.set()
             for c in clients:
                 c.join(timeout=10)
-    res["ended"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 # ------------------------------------------------------------------------------ report
@@ -389,6 +390,10 @@ def main(argv=None) -> int:
     print(head, file=sys.stderr)
 
     results: dict = {}
+
+    def terminated(signum, frame):    # SIGTERM: as Ctrl-C, so the report is still written
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, terminated)
     stop, print_lock = threading.Event(), threading.Lock()
     configs = {k: ServerConfig(kind=k, binary=a.binary, n_ctx=a.ctx, n_slots=a.slots,
                                n_threads=a.threads, log_dir=str(out)) for k in a.servers}
@@ -407,6 +412,7 @@ def main(argv=None) -> int:
                 soak_one(k, cfg, a, a.seed, stop, results, print_lock)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping the load and the servers", file=sys.stderr)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second one must not cut the report
         stop.set()
         if a.concurrent:
             for t in threads:
