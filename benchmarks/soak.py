@@ -29,6 +29,7 @@ retried, and the report says which request came before it.
     python benchmarks/soak.py --minutes 40 --servers labkit --out results/soak-labkit
     python benchmarks/soak.py --concurrent             # both at once (2 cores busy, not 1)
     python benchmarks/soak.py --report-from results/soak-...
+    python benchmarks/soak.py --servers labkit --tracemalloc 5   # where Python's memory goes
 
 The servers run one after the other by default (``--concurrent`` runs them side by side:
 half the time, twice the CPU). A measurement, not a timed test: nothing here passes or
@@ -37,6 +38,15 @@ load). Environment variables reach both servers (``MALLOC_ARENA_MAX=2 python
 benchmarks/soak.py``). ``--out DIR`` (default ``results/soak-<time>``) keeps ``rss.csv``,
 ``requests.csv``, ``report.md`` and the servers' logs. Ctrl-C (or SIGTERM) stops the load and
 every server it started, and still reports what was measured.
+
+``--tracemalloc MIN`` (labkit's server alone) runs the server with Python's allocation tracing
+(``PYTHONTRACEMALLOC``, 5 frames) and asks it for a snapshot (SIGUSR1, see
+``labkit/server/__main__.py``) after the warm-up, every MIN minutes, and at the end. The report
+then adds where Python's traced memory grew between the first and the last snapshot, by source
+line, and how much of the RSS growth over the same span Python's traced allocations account for
+(the rest is outside Python's allocator: llama.cpp, glibc's arenas, the interpreter's own).
+Tracing slows the server and adds its own memory to RSS, so a traced run's RSS slope is not the
+untraced one's: run it beside an untraced soak, not instead of it.
 """
 
 from __future__ import annotations
@@ -222,6 +232,10 @@ def soak_one(label: str, cfg: ServerConfig, a, seed: int, stop: threading.Event,
         for c in clients:
             c.start()
         deadline, next_print = t0 + a.minutes * 60, t0 + 60
+        snaps = res["snapshots"] = []
+        if a.tracemalloc:
+            res["tracemalloc_dir"] = os.environ["LABKIT_TRACEMALLOC_DIR"]
+        next_snap = t0 + a.warmup_min * 60 if a.tracemalloc else float("inf")
         try:
             while not stop.is_set():
                 now = time.perf_counter()
@@ -242,8 +256,14 @@ def soak_one(label: str, cfg: ServerConfig, a, seed: int, stop: threading.Event,
                               f"{rss[-1]['rss_mb']:7.1f} MB  requests {n:6d}  5xx {n5}  "
                               f"errors {nerr}  decodes {rss[-1]['n_decode_total']:.0f}  "
                               f"load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+                if now >= next_snap and now < deadline - 30:
+                    next_snap += a.tracemalloc * 60
+                    snaps.append(ask_for_snapshot(srv.pid, now - t0, rss))
                 if now >= deadline or not srv.alive():
                     res["died"] = not srv.alive()
+                    if a.tracemalloc and srv.alive():
+                        snaps.append(ask_for_snapshot(srv.pid, now - t0, rss))
+                        wait_for_snapshots(Path(os.environ["LABKIT_TRACEMALLOC_DIR"]), len(snaps))
                     break
                 stop.wait(min(a.sample_s, max(0.0, deadline - now)))
         finally:
@@ -253,7 +273,48 @@ def soak_one(label: str, cfg: ServerConfig, a, seed: int, stop: threading.Event,
                 c.join(timeout=10)
 
 
+def ask_for_snapshot(pid: int, t_s: float, rss: list) -> dict:
+    """Ask labkit's server for a tracemalloc snapshot; what RSS was then."""
+    os.kill(pid, signal.SIGUSR1)
+    return {"t_s": round(t_s, 2), "rss_mb": rss[-1]["rss_mb"] if rss else float("nan")}
+
+
+def wait_for_snapshots(folder: Path, n: int, timeout_s: float = 120) -> None:
+    end = time.monotonic() + timeout_s
+    while len(list(folder.glob("snapshot-*.pickle"))) < n and time.monotonic() < end:
+        time.sleep(1)
+
+
 # ------------------------------------------------------------------------------ report
+
+def tracemalloc_report(folder: Path, snaps: list[dict], top: int = 15) -> str:
+    """Where Python's traced memory grew between the first snapshot and the last, by line,
+    and its share of the RSS growth over the same span."""
+    import tracemalloc
+    files = sorted(folder.glob("snapshot-*.pickle"))
+    if len(files) < 2 or len(snaps) < 2:
+        return f"tracemalloc: {len(files)} snapshot(s) in {folder}, two are needed\n"
+    n = min(len(files), len(snaps))
+    keep = [tracemalloc.Filter(False, tracemalloc.__file__),
+            tracemalloc.Filter(False, "<frozen importlib._bootstrap*>")]
+    first, last = (tracemalloc.Snapshot.load(str(f)).filter_traces(keep)
+                   for f in (files[0], files[n - 1]))
+    traced = lambda snap: sum(st.size for st in snap.statistics("filename")) / MB
+    minutes = (snaps[n - 1]["t_s"] - snaps[0]["t_s"]) / 60
+    d_rss = snaps[n - 1]["rss_mb"] - snaps[0]["rss_mb"]
+    d_traced = traced(last) - traced(first)
+    out = [f"### Python's traced allocations ({n} snapshots, {minutes:.1f} min apart at the ends)\n",
+           f"RSS {snaps[0]['rss_mb']:.1f} -> {snaps[n - 1]['rss_mb']:.1f} MB ({d_rss:+.1f}); "
+           f"traced by Python {traced(first):.1f} -> {traced(last):.1f} MB ({d_traced:+.1f}): "
+           f"Python's allocations account for {d_traced:+.1f} of {d_rss:+.1f} MB "
+           f"({d_traced / minutes:+.3f} of {d_rss / minutes:+.3f} MB/min).\n",
+           "| growth (KB) | blocks | where (the newest frame) |", "|---:|---:|---|"]
+    for st in last.compare_to(first, "lineno")[:top]:
+        frame = st.traceback[0]
+        out.append(f"| {st.size_diff / 1024:+.1f} | {st.count_diff:+d} | "
+                   f"`{frame.filename.split('site-packages/')[-1]}:{frame.lineno}` |")
+    return "\n".join(out) + "\n"
+
 
 def slope(t_s: pd.Series, mb: pd.Series) -> float:
     """MB per minute, least squares (NaN with fewer than 3 samples)."""
@@ -316,6 +377,8 @@ def report(results: dict, warmup_min: float) -> str:
             out.append(table.to_markdown() + "\n")
             for e in errs["outcome"].value_counts().head(5).items():
                 out.append(f"- {e[1]}x {e[0][:300]}")
+            if res.get("snapshots") and res.get("tracemalloc_dir"):
+                out.append("\n" + tracemalloc_report(Path(res["tracemalloc_dir"]), res["snapshots"]))
             stale = errs[errs["outcome"].str.contains(STALE, regex=False)]
             if len(stale):
                 after = ", ".join(f"{k} {n}" for k, n in stale["after"].value_counts().items())
@@ -333,7 +396,8 @@ def write(out: Path, results: dict, head: str) -> None:
         .to_csv(out / "rss.csv", index=False)
     pd.concat([pd.DataFrame(r["rows"]).assign(server=k) for k, r in results.items()]) \
         .to_csv(out / "requests.csv", index=False)
-    meta = {k: {x: r.get(x) for x in ("command", "started", "ended", "log", "died")}
+    meta = {k: {x: r.get(x) for x in ("command", "started", "ended", "log", "died",
+                                       "snapshots", "tracemalloc_dir")}
             for k, r in results.items()}
     (out / "runs.json").write_text(json.dumps({"head": head, "servers": meta}, indent=1))
 
@@ -371,7 +435,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="folder for rss.csv, requests.csv, report.md and the logs "
                                  "(default results/soak-<time>)")
     p.add_argument("--report-from", metavar="DIR", help="print the report of a saved run")
+    p.add_argument("--tracemalloc", type=float, metavar="MIN", default=0,
+                   help="labkit's server alone: trace Python's allocations, a snapshot every "
+                        "MIN minutes after the warm-up, and say where they grew")
     a = p.parse_args(argv)
+    if a.tracemalloc and a.servers != ["labkit"]:
+        p.error("--tracemalloc traces labkit's server alone: add --servers labkit")
     if a.report_from:
         return report_from(Path(a.report_from), a.warmup_min)
     a.clients = a.clients or a.slots
@@ -387,6 +456,10 @@ def main(argv=None) -> int:
             f"Load: {a.clients} closed-loop clients per server, "
             f"{'side by side' if a.concurrent else 'one server after the other'}; "
             f"mix (kind: weight) {', '.join(f'{k}: {w}' for k, w in MIX)}")
+    if a.tracemalloc:
+        os.environ["PYTHONTRACEMALLOC"] = "5"
+        os.environ["LABKIT_TRACEMALLOC_DIR"] = str(out / "tracemalloc")
+        head += f"\nTraced: PYTHONTRACEMALLOC=5, a snapshot every {a.tracemalloc:g} min"
     print(head, file=sys.stderr)
 
     results: dict = {}

@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -290,3 +292,29 @@ def test_check_says_nothing_more_when_the_settings_read(monkeypatch, capsys):
     monkeypatch.setenv("LABKIT_QUICK", "1")
     check("3.1", ...)
     assert capsys.readouterr().err == ""
+
+
+def test_sigusr1_writes_a_tracemalloc_snapshot_only_while_tracing(tmp_path):
+    """benchmarks/soak.py --tracemalloc asks the server for snapshots with SIGUSR1; an untraced
+    server must not take the signal over (its default action would stop a traced-less run)."""
+    import tracemalloc
+
+    from labkit.server.__main__ import snapshots_on_sigusr1
+    before = signal.getsignal(signal.SIGUSR1)
+    try:
+        assert not snapshots_on_sigusr1(str(tmp_path))        # not tracing: off
+        assert signal.getsignal(signal.SIGUSR1) == before
+        tracemalloc.start(2)
+        assert not snapshots_on_sigusr1(None)                  # tracing, no folder: off
+        assert snapshots_on_sigusr1(str(tmp_path / "snaps"))
+        os.kill(os.getpid(), signal.SIGUSR1)
+        path = tmp_path / "snaps" / "snapshot-000.pickle"
+        for _ in range(100):
+            if path.exists():
+                break
+            time.sleep(0.05)
+        assert tracemalloc.Snapshot.load(str(path)).traces    # a whole snapshot, renamed in
+        assert not list((tmp_path / "snaps").glob("*.part"))
+    finally:
+        tracemalloc.stop()
+        signal.signal(signal.SIGUSR1, before)
