@@ -30,8 +30,8 @@ def test_every_notebook_is_in_the_map():
 def test_the_header_says_what_the_map_says(stem):
     quick, full = TIMES[stem]
     header = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4).cells[0].source
-    m = re.search(r"\*\*Time:\*\*(.*?)(?:\n\n|$)", header, re.S)
-    assert m, f"{stem}: the first cell has no **Time:** line"
+    m = re.search(r"\*\*Machine time:\*\*(.*?)(?:\n\n|$)", header, re.S)
+    assert m, f"{stem}: the first cell has no **Machine time:** line"
     said = " ".join(m[1].split())
     assert said.startswith(f" {quick} on a 2-core CPU in quick mode".strip()), (stem, said)
     assert f"{full} at full size" in said, (stem, said)
@@ -39,10 +39,10 @@ def test_the_header_says_what_the_map_says(stem):
 
 @pytest.mark.parametrize("stem", sorted(TIMES))
 def test_the_chinese_header_gives_the_same_figures(stem):
-    """The zh-TW edition's 時間 line quotes the same numbers as the map."""
+    """The zh-TW edition's 機器時間 line quotes the same numbers as the map."""
     quick, full = TIMES[stem]
     header = nbformat.read(ROOT / "notebooks" / "zh-TW" / f"{stem}.ipynb", as_version=4).cells[0].source
-    m = re.search(r"\*\*時間\*\*：(.*?)(?:\n\n|$)", header, re.S)
-    assert m, f"zh-TW/{stem}: the first cell has no **時間**： line"
+    m = re.search(r"\*\*機器時間\*\*：(.*?)(?:\n\n|$)", header, re.S)
+    assert m, f"zh-TW/{stem}: the first cell has no **機器時間**： line"
     for figure in re.findall(r"\d+(?:[–-]\d+)?", f"{quick} {full}"):
         assert figure in m[1], (stem, figure, m[1])
