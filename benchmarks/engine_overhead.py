@@ -10,6 +10,10 @@ well under a millisecond, so a host share that is invisible on a CPU can dominat
 
     python benchmarks/engine_overhead.py                       # 1, 2, 4 slots, embedded model
     python benchmarks/engine_overhead.py --slots 4 8 16 -ngl all --model synthetic:smollm2-135m
+    python benchmarks/engine_overhead.py --slots 1 4 8 16 --model synthetic:gpu-speed-stand-in
+
+The last is a GPU-speed stand-in on a CPU: a shape whose step takes about a millisecond here
+(labkit/models/catalog.py, STAND_INS), so the host share is what a GPU would show.
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ the ceiling a server's aggregate can approach.
 
     python benchmarks/serve_bench.py                  # 3 rounds, slots 1 2 4, -t 2
     python benchmarks/serve_bench.py --rounds 5 --out results/serve_bench
+    python benchmarks/serve_bench.py --model synthetic:gpu-speed-stand-in --slots 1 4 8 16
+
+``--model`` takes any model labkit takes; ``synthetic:gpu-speed-stand-in`` is a shape whose
+decode step takes about a millisecond here, as a small model's does on a GPU, so the servers'
+host work weighs as much as it would there (labkit/models/catalog.py, STAND_INS). Its text is
+noise: compare speeds on it, not answers.
 
 The targets checked (performance targets live here, never in timed tests): labkit's
 aggregate tokens/s >= 1.0x llama-server's at every slot count, its median TTFT <= 1.1x, and
@@ -104,12 +110,12 @@ def server_config(kind: str, slots: int, a, bin_dir: Path) -> ServerConfig:
         # as the other two servers compute them; and queue concurrent requests instead of
         # cutting off the one being streamed (its default, interrupt_requests=True, would
         # truncate answers as soon as two requests are in flight).
-        return ServerConfig(kind=kind, n_ctx=a.n_ctx, n_batch=a.batch, n_ubatch=a.ubatch,
-                            n_threads=a.threads, extra_args=(
+        return ServerConfig(kind=kind, model=a.model, n_ctx=a.n_ctx, n_batch=a.batch,
+                            n_ubatch=a.ubatch, n_threads=a.threads, extra_args=(
                                 "--n_ubatch", str(a.ubatch), "--n_threads_batch", str(a.threads),
                                 "--flash_attn", "true", "--logits_all", "false",
                                 "--interrupt_requests", "false"))
-    return ServerConfig(kind=kind, n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
+    return ServerConfig(kind=kind, model=a.model, n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
                         n_batch=a.batch, n_ubatch=a.ubatch, n_threads=a.threads,
                         binary=str(bin_dir / "llama-server") if kind == "llama-server" else None)
 
@@ -275,6 +281,8 @@ def main(argv=None) -> int:
     p.add_argument("--batch", "-b", type=int, default=2048)
     p.add_argument("--ubatch", "-ub", type=int, default=512)
     p.add_argument("--workload", default="short")
+    p.add_argument("--model", "-m", default=None,
+                   help="a GGUF path or synthetic:NAME (default: the embedded model)")
     p.add_argument("--docs", type=int, default=None, help="first N documents only")
     p.add_argument("--bin-dir", default=None,
                    help="folder with llama-server and llama-batched-bench "
@@ -296,7 +304,7 @@ def main(argv=None) -> int:
     wl = bench.load_workload(a.workload)
     if a.docs:
         wl = wl.head(a.docs)
-    model = str(resolve_model(None))
+    model = str(resolve_model(a.model))
     started = dt.datetime.now().astimezone()
     cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))

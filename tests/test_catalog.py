@@ -31,7 +31,7 @@ def test_kv_bytes_per_token():
     assert catalog.get("smollm2-135m").kv_bytes_per_token() == 23040
 
 
-@pytest.mark.parametrize("key", catalog.names())
+@pytest.mark.parametrize("key", catalog.names(stand_ins=True))
 def test_parameter_count_adds_up_from_the_shape(key):
     """The published parameter count agrees with the layer arithmetic (a typo in any width fails)."""
     m = catalog.SHAPES[key]
@@ -67,3 +67,14 @@ def test_unknown_key_lists_the_known_ones():
 def test_shapes_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         catalog.get("llama-3.1-8b").n_layer = 1
+
+
+def test_a_stand_in_is_marked_and_never_offered_as_a_model():
+    from labkit.costs import capacity
+    assert catalog.STAND_INS == ("gpu-speed-stand-in",)
+    for key in catalog.STAND_INS:
+        shape = catalog.get(key)
+        assert shape.stand_in and "not a real model" in shape.name
+        assert key not in catalog.names() and key in catalog.names(stand_ins=True)
+        assert not any(m.startswith(key) for m in capacity.MODELS)
+    assert not any(catalog.get(k).stand_in for k in catalog.names())

@@ -72,6 +72,7 @@ class ModelShape:
     n_params: int           # total parameters
     rope_theta: float | None = None
     tied_embeddings: bool = False   # the output layer reuses the token embeddings
+    stand_in: bool = False          # an invented shape, not a published model (STAND_INS)
 
     @property
     def gqa_group(self) -> float:
@@ -113,12 +114,29 @@ SHAPES: dict[str, ModelShape] = {s.key: s for s in (
     ModelShape("qwen2.5-32b", "Qwen2.5-32B", "qwen2", n_layer=64, n_head=40, n_head_kv=8,
                head_dim=128, n_embd=5120, n_ff=27648, n_ctx_train=32768, n_vocab=152064,
                n_params=32_763_876_352, rope_theta=1_000_000.0),
+    # Not a real model: see STAND_INS.
+    ModelShape("gpu-speed-stand-in", "GPU-speed stand-in (not a real model)", "llama",
+               n_layer=4, n_head=2, n_head_kv=1, head_dim=64, n_embd=128, n_ff=384,
+               n_ctx_train=8192, n_vocab=49152, n_params=7_079_040, rope_theta=10_000.0,
+               tied_embeddings=True, stand_in=True),
 )}
 
+#: Shapes no model has, for measuring something a real model hides on this machine.
+#: ``gpu-speed-stand-in`` (``synthetic:gpu-speed-stand-in``) is a tiny llama: 4 layers 128
+#: wide, SmolLM2's vocabulary, 7.1 M weights. On a 2-core CPU one decode step of it takes
+#: about a millisecond (1.1 ms at 1 slot, 1.5 ms at 4: ``benchmarks/engine_overhead.py``,
+#: 2026-12-03, with another process busy on one core), what a step of a small model takes on
+#: a GPU. The host's work between steps (sampling, streaming, building the next batch) is
+#: then as large a share of a step as it would be there: labkit's was 16 % of a step at 1 slot
+#: and 42 % at 16. Its text is noise and its speed says nothing about any real model.
+STAND_INS = tuple(k for k, shape in SHAPES.items() if shape.stand_in)
 
-def names() -> list[str]:
-    """The catalogue's keys."""
-    return list(SHAPES)
+
+def names(stand_ins: bool = False) -> list[str]:
+    """The catalogue's keys: the published models, and with ``stand_ins`` the invented
+    shapes of :data:`STAND_INS` too (never offered where a real model is meant: the capacity
+    calculator, the planners)."""
+    return [k for k, shape in SHAPES.items() if stand_ins or not shape.stand_in]
 
 
 def get(key: str) -> ModelShape:
