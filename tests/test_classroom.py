@@ -378,7 +378,7 @@ def test_classroom_notebook_shape():
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert all(not c.outputs and c.execution_count is None for c in code)
     assert "After this notebook you will be able to" in nb.cells[0].source
-    assert re.search(r"\*\*Time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)
+    assert re.search(r"\*\*Machine time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)
     assert "samples" in nb.cells[0].source.lower()
     assert "nb.banner()" in code[0].source
     assert "## Summary" in md and "kitchen" in md and "llama.cpp" in md

@@ -32,7 +32,7 @@ def test_notebook_shape(path):
     assert all(not c.outputs and c.execution_count is None for c in code), "clear the outputs"
     # Opens with goals and time, then the banner.
     assert "After this notebook you will be able to" in nb.cells[0].source
-    assert re.search(r"\*\*Time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)
+    assert re.search(r"\*\*Machine time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)
     assert "nb.banner()" in code[0].source and "setup" in code[0].metadata.get("tags", [])
     # Ends with a summary and exercises, every exercise cell tagged and unanswered.
     assert "## Summary" in md and "## Exercises" in md

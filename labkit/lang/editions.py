@@ -15,7 +15,9 @@ it back by hand), then run ::
     python -m labkit.lang.editions check     # what differs, cell by cell (tests/test_editions.py)
 
 ``sync`` copies code cells and cell tags from each English notebook into its twin and keeps
-the twin's Chinese prose, matching cells by their id (a twin's cell has its English cell's). A cell
+the twin's Chinese prose, matching cells by their id (a twin's cell has its English cell's),
+and the twin's own outputs: each edition carries the outputs of its own reference run
+(:mod:`labkit.outputs`, which says when a cell's code changed after its outputs were made). A cell
 added to the English edition arrives in the Chinese one with its English prose under a
 ``<!-- translate -->`` mark, which the check reports until someone translates it; a cell
 removed from the English edition is removed from the twin. A twin that does not exist yet is
@@ -103,10 +105,25 @@ def synced(english, chinese=None, language: str = "zh-TW"):
     English cell."""
     out = nbformat.v4.new_notebook()
     out.metadata = dict(english.metadata)
+    if chinese is not None and "labkit" in chinese.metadata:   # its own reference run
+        out.metadata["labkit"] = chinese.metadata["labkit"]
+    else:
+        out.metadata.pop("labkit", None)
     prose = {c["id"]: c for c in (chinese.cells if chinese is not None else [])
              if c.cell_type != "code"}
+    ran = {c["id"]: c for c in (chinese.cells if chinese is not None else [])
+           if c.cell_type == "code"}
     cells = []
     for en in english.cells:
+        if en.cell_type == "code":
+            new = _fresh(en, language)
+            old = ran.get(en["id"])
+            if old is not None:     # the twin's own outputs stay (labkit.outputs says if stale)
+                new.outputs, new.execution_count = old.outputs, old.execution_count
+                if "labkit" in old.metadata:
+                    new.metadata["labkit"] = old.metadata["labkit"]
+            cells.append(new)
+            continue
         zh = prose.get(en["id"])
         if zh is None or zh.cell_type != en.cell_type:
             cells.append(_fresh(en, language))
@@ -367,9 +384,6 @@ def read(path: Path):
 
 
 def write(nb, path: Path) -> None:
-    for cell in nb.cells:                     # notebooks are kept without outputs
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
 
