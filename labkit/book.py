@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from .machine.atomic import write_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = ("en", "zh-TW")
 OTHER = {"en": "zh-TW", "zh-TW": "en"}
@@ -226,20 +228,17 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, source_url: str | None = N
                                            to_root), page)
         target = out / page.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".html.part")
-        tmp.write_text(document, encoding="utf-8")
-        tmp.replace(target)
+        write_atomic(target, document)
     for source, target, anchor in site.anchors:
         ids = set(re.findall(r'\sid="([^"]*)"', (out / target).read_text(encoding="utf-8")))
         if anchor not in ids and unquote(anchor) not in ids:
             site.broken.append((source, f"{target}#{anchor}"))
-    (out / "index.html").write_text(
+    write_atomic(out / "index.html",
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="refresh" content="0; url=en/index.html"><title>labkit</title></head>'
         '<body><a href="en/index.html">labkit: the notebooks</a> · '
-        '<a href="zh-TW/index.html">labkit：筆記本</a></body></html>\n', encoding="utf-8")
-    (out / "pages.json").write_text(json.dumps([p.path for p in all_pages], indent=1),
-                                    encoding="utf-8")
+        '<a href="zh-TW/index.html">labkit：筆記本</a></body></html>\n')
+    write_atomic(out / "pages.json", json.dumps([p.path for p in all_pages], indent=1))
     return site
 
 

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..machine.atomic import write_atomic
 from . import CLOSED, CODE, OPEN, REGISTRY
 
 WORDS_PER_MIN = 150
@@ -159,7 +160,7 @@ def write(path: Path) -> bool:
     if new == _source(head):
         return False
     head["source"] = new.splitlines(keepends=True)
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     return True
 
 
@@ -187,7 +188,7 @@ def write_map(path: Path = MAP) -> bool:
         out.append(line)
     new = "\n".join(out)
     if new != text:
-        path.write_text(new, encoding="utf-8")
+        write_atomic(path, new)
     return new != text
 
 
