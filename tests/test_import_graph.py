@@ -111,6 +111,7 @@ LAYERS = (
     "labkit.lessons",     # the lessons' helpers
     "labkit.exercises",   # the checked exercises
     "labkit.notebook",    # what the notebooks import
+    "labkit.outputs",     # the notebooks' committed outputs: a reference run, never stale
     "labkit.book",        # the rendered edition, built from the notebooks as committed
     "labkit.cli",         # the labkit command
     "labkit.__main__",
