@@ -138,6 +138,16 @@ def slots(value: Any) -> int | str:
     return integer(1)(value)
 
 
+def fraction(value: Any) -> float:
+    """A number from 0 to 1 (a float, or its text)."""
+    if isinstance(value, bool):
+        raise ValueError
+    x = float(value)
+    if not 0.0 <= x <= 1.0:
+        raise ValueError
+    return x
+
+
 def gpu_layers(value: Any) -> int:
     """A layer count, or "all"/"auto" (stored as -1: every layer, llama.cpp's own convention)."""
     if isinstance(value, str) and value.strip().lower() in ("all", "auto"):
@@ -174,6 +184,7 @@ class Setting:
     scope: str = ENGINE
     off_flags: tuple[str, ...] = ()  # for yes/no settings: the flag(s) that turn it off
     labkit_only: bool = False       # llama-server has no such flag
+    llama_server_only: bool = False  # labkit's server has no such thing (given: refused)
     llama_server_default: Any = SAME
     why_different: str = ""         # why labkit's default differs from llama-server's
     bench_default: Any = SAME       # `labkit bench`'s own default, in words, when it differs
@@ -281,6 +292,11 @@ TABLE: tuple[Setting, ...] = (
     Setting("max_queue", ("--max-queue",), None, "int | None", optional(integer(0)),
             "an integer >= 0, or None", "refuse a new request at once (503) when N already "
             "wait for a slot (labkit's own; llama-server defers it)", labkit_only=True),
+    Setting("slot_prompt_similarity", ("-sps", "--slot-prompt-similarity"), 0.1, "float",
+            fraction, "a number from 0 to 1",
+            "a request goes to the idle slot whose cached tokens share the longest prefix with "
+            "its prompt, if that prefix is more than this fraction of the prompt; else (and "
+            "always with 0) to the least recently used idle slot"),
     # --- server: what the HTTP server does around the engine ------------------------------
     Setting("model", ("-m", "--model"), None, "str | None", optional(text),
             "a GGUF path, synthetic:NAME[:QUANT], or None", "GGUF file, or a model shape with "
@@ -303,6 +319,12 @@ TABLE: tuple[Setting, ...] = (
             llama_server_default="on",
             why_different="the seed tutorial runs llama-server with --fit off so that the "
                           "configuration it reads back is the one it asked for"),
+    Setting("cache_ram", ("-cram", "--cache-ram"), None, "int | None", optional(integer(-1)),
+            "an integer >= -1 (MiB; -1: no limit, 0: off), or None",
+            "llama-server's prompt cache in host memory, which saves a slot's prompt and KV "
+            "before the slot is reused and restores the closest saved prompt into any slot "
+            "(not given: llama-server's 8192 MiB; labkit's server has no such cache and refuses "
+            "the flag)", scope=SERVER, llama_server_only=True),
     # --- process: where the server listens; the launcher sets these itself ----------------
     Setting("host", ("--host",), "127.0.0.1", "str", text, "an address", "address to listen on",
             scope=PROCESS),
@@ -392,6 +414,15 @@ def refuse_labkit_only(obj, server: str) -> None:
                                f"no such setting; it is labkit's own")
 
 
+def refuse_llama_server_only(obj) -> None:
+    """labkit's server has no prompt cache in host memory (``--cache-ram``): asking it for one
+    is an error, never a setting silently dropped."""
+    for s in TABLE:
+        if s.llama_server_only and getattr(obj, s.name, s.default) != s.default:
+            raise SettingError(f"{s.name}={getattr(obj, s.name)!r} ({s.flags[-1]}): labkit's "
+                               f"server has no such setting; it is llama-server's own")
+
+
 def values(obj, *scopes: str) -> dict:
     """{name: value} for the settings of ``scopes`` that ``obj`` (a config or an argparse
     namespace) holds."""
@@ -471,7 +502,8 @@ def markdown() -> str:
         "|---|---|---|---|---|---|",
     ]
     for s in TABLE:
-        own = " (labkit's own)" if s.labkit_only else ""
+        own = (" (labkit's own)" if s.labkit_only
+               else " (llama-server's own)" if s.llama_server_only else "")
         lines.append(f"| `{s.name}` | {', '.join(f'`{f}`' for f in s.flags + s.off_flags)} | "
                      f"{cell(s.default)} | {s.allowed} | {s.scope} | {s.help}{own} |")
     lines += ["", "## Where labkit's default differs from llama-server's", "",

@@ -374,3 +374,13 @@ def test_a_full_trace_holds_about_15_mb():
         tracemalloc.stop()
     assert len(t.records()) == 80_000 // 16
     assert max(held) < 16 * 2**20, [f"{h / 2**20:.1f} MB" for h in held]
+
+
+def test_choose_slot_similarity_zero_is_least_recently_used_alone():
+    """llama-server's --slot-prompt-similarity 0 turns the match off (get_available_slot
+    skips it), so the slot holding the whole prompt is passed over for the oldest one."""
+    slots = [slot(0, [1, 2, 3, 4], t_last_used=5), slot(1, [8], t_last_used=1)]
+    assert choose_slot(slots, [1, 2, 3, 4, 5], similarity=0.1).id == 0
+    assert choose_slot(slots, [1, 2, 3, 4, 5], similarity=0.0).id == 1
+    # a high threshold: 4 of 5 tokens shared is 0.8, not more than 0.9
+    assert choose_slot(slots, [1, 2, 3, 4, 5], similarity=0.9).id == 1

@@ -144,11 +144,12 @@ _values = {
     "max_queue": st.one_of(st.none(), st.integers(0, 100)),
     "alias": st.one_of(st.none(), st.sampled_from(["local", "my-model"])),
     "api_key": st.one_of(st.none(), st.just("sesame")),
+    "slot_prompt_similarity": st.sampled_from([0.0, 0.1, 0.5, 0.95, 1.0]),
 }
 
 
 def test_every_setting_of_the_configs_has_a_generator():
-    assert set(_values) | {"model", "context_shift", "fit"} == \
+    assert set(_values) | {"model", "context_shift", "fit", "cache_ram"} == \
         {s.name for s in settings.table(ENGINE, SERVER)}
 
 
@@ -162,6 +163,22 @@ def test_a_config_survives_its_own_command_line(values):
     for name, value in values.items():
         assert getattr(parsed, name) == value, name
     assert (parsed.port, parsed.metrics, parsed.model) == (4321, True, "/m.gguf")
+
+
+def test_labkit_refuses_llama_servers_prompt_cache_in_ram():
+    """--cache-ram is llama-server's own: passed to it, refused by labkit's server (config and
+    command line alike), never dropped in silence."""
+    a = ServerConfig(kind="xllamacpp", cache_ram=0, slot_prompt_similarity=0.0).args("/m", 1)
+    assert a[a.index("-cram") + 1] == "0" and a[a.index("-sps") + 1] == "0.0"
+    assert "-cram" not in ServerConfig(kind="xllamacpp").args("/m", 1)
+    with pytest.raises(SettingError, match="cache_ram=0 .*llama-server's own"):
+        ServerConfig(cache_ram=0)
+    with pytest.raises(SystemExit):
+        parse_args(["--cache-ram", "8192"])
+    assert parse_args(["--cache-ram", "0"], "ref", llama_server=True).cache_ram == 0
+    with pytest.raises(SettingError, match="slot_prompt_similarity"):
+        ServerConfig(kind="xllamacpp", slot_prompt_similarity=1.5)
+    assert ServerConfig(slot_prompt_similarity="0.5").slot_prompt_similarity == 0.5
 
 
 def test_differences_from_llama_server_say_why():

@@ -8,7 +8,8 @@ the first two, the plan step the third):
    prefix with the new prompt (so the least work is repeated), provided the
    shared part is more than ``SLOT_PROMPT_SIMILARITY`` of the prompt;
    otherwise the least recently used free slot. This is llama-server's rule
-   (``--slot-prompt-similarity``, default 0.1).
+   (``--slot-prompt-similarity``, default 0.1; 0 turns the match off, so every
+   request goes to the least recently used free slot).
 2. *May it start now?* (:func:`reserve_room`, only with ``reserve=True`` on a
    unified pool) Only if the cells it could ever need fit in what is free.
 3. *What goes into this step's batch?* (:func:`plan_step`) One decode token
@@ -43,7 +44,7 @@ def choose_slot(slots: Sequence[Slot], prompt: list[int], cache_prompt: bool = T
     free = [s for s in slots if not s.busy]
     if not free:
         return None
-    if cache_prompt and prompt:
+    if cache_prompt and prompt and similarity > 0:  # 0: llama-server skips the match
         best, best_n = None, 0
         for s in free:
             n = common_prefix(s.tokens, prompt)

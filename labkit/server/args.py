@@ -23,13 +23,17 @@ def build_parser(prog: str = "labkit serve") -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv=None, prog: str = "labkit serve") -> argparse.Namespace:
+def parse_args(argv=None, prog: str = "labkit serve", *,
+               llama_server: bool = False) -> argparse.Namespace:
     """Parse and check a command line; a bad value exits with status 2 and one line naming
-    the setting, the value and what is allowed."""
+    the setting, the value and what is allowed. labkit's server (``llama_server=False``)
+    refuses llama-server's own settings (``--cache-ram``) the same way."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         settings.check_all(args)
+        if not llama_server:
+            settings.refuse_llama_server_only(args)
     except settings.SettingError as exc:
         parser.error(str(exc))
     return args

@@ -88,6 +88,8 @@ class ServerConfig:
             raise ValueError(f"unknown server kind {self.kind!r}; choose one of {', '.join(KINDS)}")
         if self.kind != "labkit":
             settings.refuse_labkit_only(self, self.kind)
+        else:
+            settings.refuse_llama_server_only(self)
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
 
     @property

@@ -62,6 +62,8 @@ APPLY = {
     "log_file": lambda p, v, xlc: None,   # the log goes to stderr, which the launcher keeps
     "metrics": lambda p, v, xlc: setattr(p, "endpoint_metrics", v),
     "slots_endpoint": lambda p, v, xlc: setattr(p, "endpoint_slots", v),
+    "slot_prompt_similarity": lambda p, v, xlc: setattr(p, "slot_prompt_similarity", v),
+    "cache_ram": lambda p, v, xlc: v is not None and setattr(p, "cache_ram_mib", v),
 }
 JOINT = ("n_slots", "kv_unified")
 
@@ -83,7 +85,7 @@ def params_from_args(args):
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv, "python -m labkit.server.reference")
+    args = parse_args(argv, "python -m labkit.server.reference", llama_server=True)
     import xllamacpp as xlc
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
