@@ -112,6 +112,7 @@ EXPORTS = {
     "live": "labkit.lessons.live",
     "llama_server": "labkit.lessons.llama_server",
     "plots": "labkit.lessons.plots",
+    "prompt_cache": "labkit.lessons.prompt_cache",
     "seed_tables": "labkit.lessons.seed_tables",
     "widgets": "labkit.lessons.widgets",
     # the exercises

@@ -120,3 +120,29 @@ open_question(
                 "開放題：看你的兩條時間軸（cont_batching 開和關），你會不會用 --no-cont-batching "
                 "執行伺服器？用你自己的完成時間回答。"),
     CB_MODEL_ANSWER, CB_RUBRIC, min_words=20, needs_number=True)
+
+
+@exercise("6.6", Both("Three teams of agents, each team with its own 400-token system prompt, send "
+                      "one request at a time, the teams taking turns, to a server with 2 slots "
+                      "(split KV, cache_prompt on). After the first round, about how many "
+                      "system-prompt tokens does a request reuse on labkit's server, which keeps "
+                      "a prefix only in the slot that read it?",
+                      "三個 Agent 團隊各有自己 400 token 的系統提示，團隊輪流、一次一個請求，送到"
+                      "有 2 個槽位的伺服器（分割 KV，cache_prompt 開著）。第一輪之後，在只把前綴"
+                      "留在讀過它的槽位裡的 labkit 伺服器上，一個請求大約重用多少個系統提示 token？"))
+def _fleet_prefix(answer):
+    v = quantity(answer, "tokens")
+    if 0 <= v <= 10:
+        return True, ""
+    if v >= 300:
+        return False, pick("which team used the slot the request gets last? With three teams "
+                           "taking turns on two slots, the least recently used slot holds another "
+                           "team's prompt; llama-server's cache in RAM (--cache-ram) is what "
+                           "would bring the prompt back",
+                           "請求拿到的槽位，上一次是哪個團隊用的？三個團隊輪流用兩個槽位時，最久沒用"
+                           "的槽位裡是別的團隊的提示；能把提示找回來的是 llama-server 記憶體裡的快取"
+                           "（--cache-ram）")
+    return False, pick("a prefix is reused only as far as the slot's tokens equal the prompt's, "
+                       "from the first token on: what does another team's prompt share with yours?",
+                       "前綴只重用槽位裡的 token 從第一個起和提示完全相同的部分：別的團隊的提示和"
+                       "你的共有多少？")

@@ -13,6 +13,11 @@ answer_6_3 = 4
 # 6.4: the 700 shared leading tokens are reused from the slot's cache; only the document is new.
 answer_6_4 = 60
 
+# 6.6: three teams take turns on two slots, so the least recently used slot always holds another
+# team's prompt; labkit reuses only the few leading tokens the teams' prompts share (section 4's
+# fleet: "You are the", 3 tokens). llama-server restores the prompt from its cache in RAM.
+answer_6_6 = 3
+
 # 6.5: an open question about your own timelines; quote your figures. These are from section 1 in
 # quick mode on 2026-11-30, a shared 2-core VM with a 1-minute load average of about 6.
 answer_6_5 = ("With continuous batching my slowest short request finished at 2.55 s, without it at "

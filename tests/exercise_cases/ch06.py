@@ -5,6 +5,7 @@ WRONG = {
     "6.2": ["finish_reason", "結束原因"],
     "6.3": [8, 9, 5, "9 個"],
     "6.4": [760, 780, 700, "約 760 個"],
+    "6.6": [400, 397, "about 400 tokens", "約 400 個", 200],
     "6.5": ["keep it on", "開著比較好",
             "Continuous batching is always better because short requests never wait behind long "
             "ones, so I would never turn it off anywhere."],
