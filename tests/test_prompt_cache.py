@@ -47,7 +47,7 @@ def test_the_summary_counts_reuse_and_the_requests_on_another_teams_slot():
                  [False, False, False, True], [100.0, 120.0, 20.0, 90.0])
     s = pc.summary(rows)
     assert s["requests"] == 4
-    assert s["reused share"] == pytest.approx(410 / 1620)
+    assert s["reused share"] == pytest.approx(410 / 1630)
     assert s["evaluated"] == pytest.approx((400 + 410 + 10 + 400) / 4)
     assert s["TTFT ms"] == pytest.approx(82.5)
     # only request 2 landed on a slot another team (team 1) used last
