@@ -30,8 +30,6 @@ STATUSES = ("live on llama-server", "live on labkit", "simulated", "computed", "
             "partial", "missing")
 SEEDS = {"000": "000_7ca7d4cd839f7038.txt", "001": "001_027e2139b87c0d3a.txt",
          "002": "002_d3d53c3c703d85c8.txt"}
-#: What the old coverage table (before this audit) claimed: 63 rows, none missing.
-OLD_TABLE = {"live": 38, "simulated": 13, "computed": 14, "prose": 2, "missing": 0}
 
 
 @dataclass(frozen=True)
@@ -139,7 +137,7 @@ ROWS: tuple[Row, ...] = (
       note="the seed's -c 16384 grid is computed with kv.slot_context; the live runs are at "
            "-c 4096"),
     R("000", "memory is a sampled peak of the whole device, labelled as such", "live on labkit",
-      ["05:31859886"], ["kv_cache_bytes"], ["KV cache"]),
+      ["05:31859886"], ["kv_cache_bytes"], ["KV cache", "sampled_peak_mib"]),
     R("000", "your own TTFT limit, for example 10 s, decides the wait gate", "live on labkit",
       ["05:771afc71"], ["ttft_threshold_s"], ["TTFT_LIMIT_S = 10.0"]),
     R("000", "higher total tokens/s does not make one answer faster (FAQ 2)", "live on labkit",
@@ -259,11 +257,15 @@ ROWS: tuple[Row, ...] = (
       ["07:aca84f78"], ["service_runs"], ["30-user chat"]),
     R("002", "a solo assistant and a 30-user chat in slots, memory and tokens/s, from your own "
       "speeds", "computed", ["08:c395a9a7"], ["learner_speeds"], ["worksheet.csv"]),
-    R("002", "llama-server -c 32768 -np 4 splits the context across the slots", "computed",
-      ["04:c05"], ["slot_context"], ["slot_context"]),
+    R("002", "llama-server -c 32768 -np 4 splits the context across the slots", "partial",
+      ["04:c03"], ["slot_context"], ["for slots in (1, 2, 4)"],
+      note="the split is computed for -c 16384 at 1, 2 and 4 slots (04 §1); the seed's own "
+           "-c 32768 is not"),
     R("002", "limit upstream: a reverse proxy with a connection limit fails fast and honestly, a "
-      "deep queue fails slowly", "live on labkit", ["07:73d0b1be"], ["max_queue"],
-      ["bounded"]),
+      "deep queue fails slowly", "partial", ["07:a87faa9a", "07:73d0b1be"], ["max_queue"],
+      ["reverse proxy", "limit_conn"], ["nginx"],
+      note="the fail-fast side runs on labkit's own --max-queue (llama-server has no such "
+           "setting); the reverse proxy is an nginx configuration shown, not run"),
     R("002", "llama-server itself does not refuse: it defers requests until a slot frees",
       "live on llama-server", ["07:a58c1baa"], ["llama_server.llama_server_burst"],
       ["requests_deferred"]),
@@ -273,7 +275,10 @@ ROWS: tuple[Row, ...] = (
     R("002", "the rough table of conversations per GPU and model", "computed", ["03:c17"],
       ["seed_comparison"], ["capacity"], kind="figure"),
     R("002", "the levers, cheapest first: limit context, quantize the KV cache, add GPUs",
-      "computed", ["03:c19"], ["levers"], ["tokens=8192"]),
+      "partial", ["03:c19", "03:c20"], ["levers"], ["q8_0", "q4_0"], ["q8_0"],
+      note="the cell computes the KV types (f16, q8_0, q4_0) and what fewer KV heads saved, at "
+           "8,192 tokens; limiting the context and adding GPUs are in the capacity panel "
+           "(03 §5), not in this order"),
     R("002", "the four saturation signals: TTFT climbing, queue depth above zero, per-stream "
       "tok/s sagging, preemptions in vLLM's log", "partial", ["07:c3f0a661"],
       ["saturation_signals"], ["signals"],
