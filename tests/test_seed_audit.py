@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 #: What starts llama.cpp's own llama-server in a cell: labkit.lessons.llama_server's helpers or
 #: a launch of kind "xllamacpp".
-STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst)\(|"
+STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst|prompt_estimate)\(|"
                                  r"kind=\"xllamacpp\"|kinds=\(\"xllamacpp\"")
 #: What runs llama.cpp through labkit in a cell: its server, its engine, or llama.cpp's C API.
 RUNS_LABKIT = re.compile(r"\blaunch\(|\bbench\.run|\bengine_run\(|\bllama_decode\b|"

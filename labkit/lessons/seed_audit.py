@@ -107,9 +107,11 @@ ROWS: tuple[Row, ...] = (
     R("000", "twelve documents with id, owner and deadline, an answer key, and a long set with "
       "the same answers", "live on labkit", ["05:9bdc6821"], ['"short"', '"long"'],
       ["workloads"], kind="procedure"),
-    R("000", "estimate a prompt's length with /apply-template and /tokenize before running",
-      "missing", note="no cell calls /apply-template or /tokenize; 03 §4 counts tokens with "
-      "the model's own tokenizer instead", kind="procedure"),
+    R("000", "estimate a prompt's length with /apply-template and /tokenize before running, "
+      "keep room for the template and the answer, and check it against the answer's token count",
+      "live on llama-server", ["03:seedtokm", "03:seedtokc"], ["llama_server.prompt_estimate"],
+      ["/apply-template", "/tokenize", "room"], ["/apply-template", "/tokenize", "空間"],
+      kind="procedure"),
     R("000", "the stopwatch: TTFT is the first visible non-blank text; errors are kept, never "
       "retried", "live on labkit", ["05:9afef745", "05:02b1c0ad", "05:f936e146"],
       ["piece.strip()", "launch("],
