@@ -226,10 +226,10 @@ ROWS: tuple[Row, ...] = (
     R("001", "requests need a timeout so none waits forever", "partial", ["07:57d5e2ed"], [],
       ["timeout"], ["逾時"],
       note="said beside the bounded queue (a client's patience); no cell times a request out"),
-    R("001", "watch batch size, queue length, KV use and throughput", "partial",
-      ["07:c3f0a661"], ["saturation_signals"], ["first_saturated_rate"],
-      note="the signals table shows queue, TTFT and per-stream speed; it has no KV-use or "
-           "batch-size column (08 §4 names vLLM's gauges for them)"),
+    R("001", "watch batch size, queue length, KV use and throughput", "simulated",
+      ["07:aceff85b", "07:c3f0a661", "07:f6f57789"], ["saturation_signals"],
+      ["mean_decode_batch", "kv_use", "n_busy_slots_per_decode"],
+      ["mean_decode_batch", "kv_use", "n_busy_slots_per_decode"]),
     R("001", "vLLM's knobs: --max-num-seqs and --gpu-memory-utilization, and what to monitor "
       "there (running and waiting requests, KV cache use, preemptions)", "prose only",
       ["08:seedvllm"], [], ["--max-num-seqs", "--gpu-memory-utilization",
@@ -282,9 +282,10 @@ ROWS: tuple[Row, ...] = (
            "8,192 tokens; limiting the context and adding GPUs are in the capacity panel "
            "(03 §5), not in this order"),
     R("002", "the four saturation signals: TTFT climbing, queue depth above zero, per-stream "
-      "tok/s sagging, preemptions in vLLM's log", "partial", ["07:c3f0a661"],
-      ["saturation_signals"], ["signals"],
-      note="simulated; the preemption signal is named in prose (07, 08 §4), not measured"),
+      "tok/s sagging, preemptions in vLLM's log", "simulated", ["07:c3f0a661", "07:f6f57789"],
+      ["saturation_signals"], ["ttft_p99", "requests_deferred", "preemptions"],
+      ["requests_deferred", "搶占"],
+      note="the simulator's paged pool preempts; llama-server preempts nothing (07 §5's table)"),
     R("002", "a day of TTFT and queue depth: a steady climb is too little capacity, a saw-tooth "
       "is bursts a queue absorbs", "simulated", ["08:e571c2d7"], ["queue_depth"], ["ttft"],
       kind="figure"),
