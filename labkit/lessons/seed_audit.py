@@ -177,14 +177,17 @@ ROWS: tuple[Row, ...] = (
       note="llama.cpp common/arg.cpp (--slot-save-path) and the server's /slots/{id}?action="
            "save|restore"),
     R("000", "four slots are not four agents: a slot serves model requests, the harness holds "
-      "tools, files and dependencies (FAQ 1)", "partial", ["08:cd9ff672"], ["ok_slots"],
-      ["n_ctx_train"], kind="faq",
-      note="the cell answers from one gate (TTFT from a simulated run) and the context; the "
-           "correctness gate and the agent/harness distinction are not shown"),
-    R("000", "one, two or four slots is the configuration that passes all three gates (FAQ 8)",
-      "partial", ["08:cd9ff672"], ["ok_slots"], ["TTFT_LIM"], kind="faq",
-      note="one simulated gate (TTFT), not three; 05 §8's gates panel is the live three-gate "
-           "check"),
+      "tools, files and dependencies (FAQ 1)", "prose only", ["08:cd9ff672"], [],
+      ["four complete agents", "tools, files and task order"], ["完整的 Agent", "工具、檔案和任務順序"],
+      kind="faq", note="the seed's answer, printed by 08 §7; 06 §3 runs the harness's side "
+                       "(extractions, then the sort, each task to its own file)"),
+    R("000", "one, two or four slots is the configuration that passes all three gates; one "
+      "dependent long task, one slot; many independent short documents, two then four (FAQ 8)",
+      "live on labkit", ["05:cea41e41", "05:1c561639", "08:cd9ff672", "08:seedfaq8"],
+      ["gates_panel", "ok_slots"], ["fits", "correct", "two slots, then four"],
+      ["三關", "兩個槽位"], kind="faq",
+      note="the three gates are measured in 05 §8 for the configurations run there; 08 §7 "
+           "predicts the wait gate alone"),
 
     # ---- seed 001: batching and scheduling ----------------------------------------------------
     R("001", "why batching pays: one request leaves the GPU idle; the seed's batch-1 against "
