@@ -119,8 +119,7 @@ ROWS: tuple[Row, ...] = (
     R("000", "the limits of the seed's stopwatch script: no cancellation, retry policy or tenant "
       "isolation; elapsed_s leaves out the wait for a free worker thread; a timed-out request "
       "may still run on the server", "missing",
-      note="its home is 05 §4 (the stopwatch), which was being changed at the time of this "
-           "audit; to be added there"),
+      note="not said in any notebook; its place is beside the stopwatch in 05 §4"),
     R("000", "change the server's slots and the client's requests in flight together; a "
       "warm-up, a restart and three rotated rounds per configuration; cache_prompt false",
       "live on labkit", ["05:9bdc6821"], ["rounds"], ["configs"], kind="procedure"),
@@ -133,7 +132,8 @@ ROWS: tuple[Row, ...] = (
     R("000", "twelve questions are a start: their slow end is a clue, not a production P95",
       "computed", ["01:seedp95m", "01:seedp95c"], ["seed_tables.tail_from_samples"],
       ["P95", "12", "59"], ["P95", "十二"],
-      note="the arithmetic is in 01 §5; its natural home beside 05's worksheet is being changed"),
+      note="the arithmetic is in 01 §5; 05's worksheet (§3), where the twelve documents are "
+           "timed, does not repeat it"),
     R("000", "unified KV at 1, 2 and 4 slots, and a per-slot cap run apart and labelled",
       "computed", ["05:a8e9fcbc"], ["SEED_CAP"], ["slot_context"],
       note="the seed's -c 16384 grid is computed with kv.slot_context; the live runs are at "
