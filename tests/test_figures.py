@@ -50,3 +50,9 @@ def test_matching_names_the_number_written_and_the_figure():
     written, figure = figures.matching(figures.numbers_in("about 3 or 6.4 hours"))
     assert (written.text, figure) == ("6.4", 6.43)
     assert figures.matching(figures.numbers_in("3 hours")) is None
+
+
+def test_a_nullable_column_with_a_missing_cell_is_shown_and_its_figures_kept():
+    # the case that failed before: pd.NA (an Int64 column's missing cell) has no float
+    nb.show(pd.DataFrame({"prompt_tokens": pd.array([177, None], dtype="Int64")}))
+    assert figures.shown() == {177}

@@ -154,3 +154,21 @@ def test_llama_server_defers_a_burst_and_refuses_none():
     gauges, answers = llama_server.llama_server_burst(n=4, max_tokens=4, n_slots=1)
     assert gauges["requests_deferred"].max() >= 1
     assert (answers["status"] == 200).all() and len(answers) == 4
+
+
+@pytest.mark.slow
+def test_prompt_estimate_is_the_count_the_server_uses_and_a_full_slot_is_refused():
+    from labkit.server.launch import ServerConfig
+    short = [{"role": "user", "content": "Name three soups."}]
+    full = [{"role": "user", "content": "soup " * 400}]          # more than a 256-cell slot holds
+    kinds = ("labkit", "xllamacpp") if llama_server.reference_installed() else ("labkit",)
+    got = llama_server.prompt_estimate(ServerConfig(n_ctx=256, n_slots=1, n_threads=1),
+                                       {"short": short, "full": full}, kinds=kinds)
+    ok = got[got["prompt"] == "short"]
+    assert (ok["status"] == 200).all() and (ok["estimated tokens"] == ok["prompt_tokens"]).all()
+    assert 0 < ok["estimated tokens"].iloc[0] < 40 and (ok["n_ctx_slot"] == 256).all()
+    # the case that must fail: a prompt past the slot is refused, and its room is not positive
+    big = got[got["prompt"] == "full"]
+    assert (big["status"] == 400).all() and (big["room for the answer"] <= 0).all()
+    assert big["prompt_tokens"].isna().all()
+    assert got.groupby("prompt")["estimated tokens"].nunique().eq(1).all()

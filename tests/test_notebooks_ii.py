@@ -27,6 +27,17 @@ def test_saturation_signals_flag_the_knee():
     assert notebook.first_saturated_rate(notebook.saturation_signals(flat)) is None
 
 
+def test_saturation_signals_carry_the_batch_and_the_kv_use():
+    rows = _sweep().assign(mean_decode_batch=[1.5, 3.0, 3.9, 4.0], peak_kv=[500, 1500, 3072, 3072],
+                           kv_capacity=[3072, 3072, 3072, float("inf")])
+    s = notebook.saturation_signals(rows)
+    assert s["mean_decode_batch"].tolist() == [1.5, 3.0, 3.9, 4.0]
+    assert s["kv_use"].iloc[2] == pytest.approx(1.0) and s["kv_use"].iloc[0] == pytest.approx(500 / 3072)
+    assert pd.isna(s["kv_use"].iloc[3])                       # an unlimited pool has no share in use
+    # a sweep without them keeps the columns, empty: the table never claims a figure it lacks
+    assert notebook.saturation_signals(_sweep())[["mean_decode_batch", "kv_use"]].isna().all().all()
+
+
 def test_load_panel_updates_without_a_browser():
     p = widgets.load_panel(rate=0.5, slots=4)
     quiet = p.result["summary"]

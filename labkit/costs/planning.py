@@ -14,18 +14,28 @@ from ..lang.i18n import pick, value
 # ---------------------------------------------------------------------------- scheduling (notebook 07)
 
 SATURATION_COLUMNS = ["rate", "throughput_tok_s", "ttft_p50", "ttft_p99", "peak_queue",
-                      "per_stream_tok_s", "preemptions"]
+                      "per_stream_tok_s", "preemptions", "mean_decode_batch", "kv_use"]
 
 
 def saturation_signals(sweep, *, by: str = "label"):
     """The four saturation signals per offered rate, from :func:`labkit.sim.experiments.sweep_load`:
     TTFT (p50, p99), peak queue depth, per-stream tok/s (1 / median time per output token) and
-    preemptions; plus ``saturated``: the queue stayed above zero *and* TTFT p50 is more than
-    twice its value at the lowest rate of the same group."""
+    preemptions; beside them what seed 001 also watches, the batch (``mean_decode_batch``:
+    sequences decoding together, on average over the decode steps) and the KV use (``kv_use``:
+    the peak KV cells in use over the pool's capacity; NaN where the pool is unlimited); plus
+    ``saturated``: the queue stayed above zero *and* TTFT p50 is more than twice its value at
+    the lowest rate of the same group."""
     import numpy as np
     import pandas as pd
     df = sweep.copy()
     df["per_stream_tok_s"] = 1.0 / df["tpot_p50"].replace(0, np.nan)
+    if "mean_decode_batch" not in df.columns:
+        df["mean_decode_batch"] = np.nan
+    if {"peak_kv", "kv_capacity"} <= set(df.columns):
+        capacity = df["kv_capacity"].astype(float).replace([np.inf, 0], np.nan)
+        df["kv_use"] = df["peak_kv"].astype(float) / capacity
+    else:
+        df["kv_use"] = np.nan
     cols = ([by] if by in df.columns else []) + SATURATION_COLUMNS
     out = []
     groups = df.groupby(by, sort=False) if by in df.columns else [("", df)]

@@ -430,6 +430,7 @@ HEADINGS: dict[str, str] = {
     "starved": "餓死數", "goodput_req_s": "有效吞吐 (req/s)", "goodput_tok_s": "有效吞吐 (tok/s)",
     "slo_attainment": "SLO 達成率", "steps": "步驟數", "mean_decode_batch": "平均解碼批次",
     "slot_occupancy": "槽位占用率", "peak_queue": "佇列峰值", "peak_kv": "KV 峰值（格）",
+    "kv_use": "KV 使用率（峰值）",
     "kv_capacity": "KV 容量（格）", "served": "已服務", "tokens": "token 數", "rate": "到達率 (req/s)",
     "arrival": "到達時間 (s)", "ttft": "首字等待 (s)", "e2e": "端到端 (s)", "tpot": "每 token 時間 (s)",
     "queue_wait": "排隊 (s)", "output_tokens": "輸出 token 數", "generated": "已生成 token 數",

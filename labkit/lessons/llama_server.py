@@ -303,3 +303,50 @@ def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx:
             th.join()
     return (pd.DataFrame(samples),
             pd.DataFrame(answers).sort_values("request").set_index("request"))
+
+
+def prompt_estimate(config, prompts: dict, kinds=("labkit", REFERENCE)):
+    """Seed 000's estimate of a prompt's length before a run, on each server of ``kinds``:
+    ``POST /apply-template`` renders each chat of ``prompts`` (name -> messages) with the
+    server's chat template, ``POST /tokenize`` counts the rendered prompt's tokens; then one
+    chat request for that chat (``max_tokens`` 1, ``cache_prompt`` false) reports in ``usage``
+    the prompt tokens the server really used, or is refused (its HTTP ``status``; no count).
+    One row per (server, prompt): characters of the messages and of the rendered prompt, the
+    estimate, the status and the count reported, the slot's context
+    (``n_ctx_slot`` from the startup log) and the room it leaves for the answer. A kind of
+    :data:`REFERENCE` starts the llama-server there is here."""
+    import httpx
+    import pandas as pd
+
+    from ..server.launch import launch
+    rows = []
+    for kind in kinds:
+        cfg = config.with_(kind=_resolve(kind))
+        with launch(cfg) as srv, httpx.Client(base_url=srv.base_url, timeout=300) as client:
+            n_ctx_slot = srv.facts.get("n_ctx_slot")
+            for name, messages in prompts.items():
+                rendered = client.post("/apply-template", json={"messages": messages}).json()["prompt"]
+                tokens = client.post("/tokenize", json={"content": rendered}).json()["tokens"]
+                answer = client.post("/v1/chat/completions", json={
+                    "messages": messages, "max_tokens": 1, "temperature": 0,
+                    "cache_prompt": False})
+                used = (answer.json().get("usage") or {}).get("prompt_tokens")
+                rows.append({"server": SERVER_NAMES.get(cfg.kind, cfg.kind), "prompt": name,
+                             "characters": sum(len(m["content"]) for m in messages),
+                             "template characters": len(rendered),
+                             "estimated tokens": len(tokens), "status": answer.status_code,
+                             "prompt_tokens": used,
+                             "n_ctx_slot": n_ctx_slot,
+                             "room for the answer": (n_ctx_slot - len(tokens)
+                                                     if n_ctx_slot else None)})
+    out = pd.DataFrame(rows)
+    out["prompt_tokens"] = out["prompt_tokens"].astype("Int64")
+    return out
+
+
+#: :func:`prompt_estimate`'s headings in Chinese.
+PROMPT_ESTIMATE_ZH = {"server": "伺服器", "prompt": "提示", "characters": "字元數",
+                      "template characters": "套模板後字元數", "estimated tokens": "估計 token 數",
+                      "status": "HTTP 狀態",
+                      "prompt_tokens": "prompt_tokens", "n_ctx_slot": "n_ctx_slot",
+                      "room for the answer": "留給回答的空間"}

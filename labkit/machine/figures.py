@@ -58,7 +58,13 @@ def record_table(table) -> None:
         values = table.to_numpy()
     else:
         return
-    _shown.update(abs(float(v)) for v in values if math.isfinite(v))
+    _shown.update(abs(float(v)) for v in values
+                  if v is not None and not _missing(v) and math.isfinite(v))
+
+
+def _missing(v) -> bool:
+    """A pandas missing value (``pd.NA`` of a nullable column, which has no float)."""
+    return type(v).__name__ == "NAType"
 
 
 def forget() -> None:
