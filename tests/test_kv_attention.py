@@ -74,11 +74,12 @@ def test_summary_puts_split_and_unified_side_by_side():
 
 @pytest.mark.slow
 def test_unified_decodes_slower_than_split_beside_long_caches_on_both_servers():
-    """Real llama.cpp: with four 480-token caches in the pool, unified KV's decode is slower than
-    split's, on llama-server and on labkit's server (the same flags)."""
+    """Real llama.cpp: with four 1,000-token caches in the pool, unified KV's decode is slower
+    than split's, on llama-server and on labkit's server (the same flags): four sequences
+    decoding, and one decoding beside three idle caches."""
     from labkit.lessons import llama_server
     kinds = ["labkit"] + (["xllamacpp"] if llama_server.reference_installed() else [])
-    rows = ka.measure(kinds, ka.Setup(480, 24, 1), phases=(("4", 4, 0), ("idle", 1, 3)))
+    rows = ka.measure(kinds, ka.Setup(1000, 24, 1), phases=(("4", 4, 0), ("idle", 1, 3)))
     out = ka.summary(rows)
     assert set(out["server"]) == {llama_server.SERVER_NAMES[llama_server._resolve(k)]
                                   for k in kinds}

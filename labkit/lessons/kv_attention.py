@@ -125,7 +125,8 @@ def run_one(kind: str, unified: bool, setup: Setup, *, seed: int = 0, phases=PHA
             return list(pool.map(lambda p: _complete(srv.base_url, p, max_tokens), batch))
 
     with launch(cfg) as srv:
-        _complete(srv.base_url, texts[0][:16], 2)              # warm-up, a short one
+        # warm-up: a short prompt that shares no prefix with the measured ones
+        _complete(srv.base_url, prompts(1, 16, seed=seed + 1, low=30000, high=40000)[0], 2)
         for name, decoding, idle in phases:
             # the new prompts are read first (one token generated), so that the decode measured
             # below is decode alone: each request then finds its prompt cached but one token
