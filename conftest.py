@@ -48,6 +48,8 @@ LONG_SUITES = frozenset({
     "test_bench_timing.py",     # labkit bench timing-only on a synthetic 1B model
     "test_bench_e2e.py",        # labkit bench end to end, twice
     "test_workload_zh.py",      # labkit bench on the Chinese workload
+    "test_kv_attention.py",     # split against unified decoding, 1,000-token prompts, both servers
+    "test_prompt_cache.py",     # the agent fleet on labkit's server and llama-server
 })
 
 

@@ -16,6 +16,10 @@ cache_prompt false, -c 16384 split KV:
 
   short:2              the short set (prompts of ~178 tokens), closed loop, 2 in flight
   long:1, long:2, long:4   the long set (2048-token prompts), closed loop, in flight = slots
+  long:4:unified       (on request, --held-out ... long:4:unified) the long set at 4 slots
+                       with --kv-unified: every sequence attends over the whole pool, and
+                       the replay charges it so (UnifiedKV); its "old charging" line replays
+                       it with each sequence charged its own cells (pool_attention=False)
   mixed@RATE           8 short and 4 long documents interleaved, open loop, Poisson
                        arrivals at each --rates (one below, one near saturation), 4 slots
 
@@ -78,15 +82,27 @@ TOLERANCE = 0.10
 METRICS = ("tok_s", "ttft_p50", "ttft_mean", "ttft_p90")
 HEAD = "new"
 OWN = "own steps (in-sample)"
+OLD = "new, old unified charging"
 
 
 def parse_config(text: str):
-    """``short:2`` -> ("short", 2, None); ``mixed@0.25`` -> ("mixed", slots, 0.25)."""
+    """``short:2`` -> ("short", 2, None); ``mixed@0.25`` -> ("mixed", slots, 0.25);
+    ``long:4:unified`` -> ("long", "4:unified", None): 4 slots, unified KV."""
     if "@" in text:
         name, rate = text.split("@")
         return name, None, float(rate)
-    wl, n = text.split(":")
+    wl, n = text.split(":", 1)
+    if n.endswith(":unified"):
+        int(n.removesuffix(":unified"))
+        return wl, n, None
     return wl, int(n), None
+
+
+def slots_kv(n) -> tuple[int, bool]:
+    """(slots, unified) of a parsed configuration's slot field."""
+    if isinstance(n, str) and n.endswith(":unified"):
+        return int(n.removesuffix(":unified")), True
+    return n, False
 
 
 def mixed_workload(n_short: int = 8, n_long: int = 4) -> Workload:
@@ -100,10 +116,11 @@ def mixed_workload(n_short: int = 8, n_long: int = 4) -> Workload:
     return Workload("mixed", docs, short.prompt, f"{n_short} short and {n_long} long, interleaved")
 
 
-def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine, rate=None) -> dict:
+def live_run(wl, slots, a, round_: int, quiet: QuietMachine, rate=None) -> dict:
     """One run on a fresh labkit server: the client's rows and the engine's step and slot
     traces for them (the warm-up's left out), kept only if the machine stayed quiet."""
-    cfg = ServerConfig(kind="labkit", n_ctx=a.n_ctx, n_slots=slots, kv_unified=False,
+    slots, unified = slots_kv(slots)
+    cfg = ServerConfig(kind="labkit", n_ctx=a.n_ctx, n_slots=slots, kv_unified=unified,
                        n_batch=a.batch, n_ubatch=a.ubatch, n_threads=a.threads)
     sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
                         response_format=wl.prompt.response_format)
@@ -121,10 +138,11 @@ def live_run(wl, slots: int, a, round_: int, quiet: QuietMachine, rate=None) -> 
             slot_rows = harness.fetch_trace(srv.base_url, since, kind="slots")
         return rows, steps, slot_rows
 
-    label = f"{wl.name}:{slots}" + (f"@{rate:g}" if rate else "")
+    label = f"{wl.name}:{slots}" + (":unified" if unified else "") + (f"@{rate:g}" if rate else "")
     run = quiet.run(measure, label)
     rows, steps, slot_rows = run.result
     return {"config": label, "workload": wl.name, "slots": slots, "rate": rate,
+            "unified": unified,
             "round": round_, "rows": rows, "steps": with_prefill_attention(steps, slot_rows),
             "load1": run.load1, "foreign": run.foreign_cores, "discarded": run.discarded,
             **live_figures(rows)}
@@ -232,7 +250,7 @@ def main(argv=None) -> int:
             f"tokens, answers {min(o for _, o in cal.plan.requests)}-"
             f"{max(o for _, o in cal.plan.requests)}) at {', '.join(map(str, cal.plan.in_flight))}"
             f" in flight, {cal.seconds:.0f} s",
-            f"labkit server: -c {a.n_ctx} split KV, -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
+            f"labkit server: -c {a.n_ctx} split KV (a :unified row: --kv-unified), -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
             f"{a.rounds} round(s) per held-out configuration, fresh server per run, "
             f"temperature 0, cache_prompt false; long set: first {a.long_docs} documents; "
             f"mixed: {a.mixed_docs[0]} short + {a.mixed_docs[1]} long, Poisson at {', '.join(f'{x:g}' for x in a.rates)}/s "
@@ -245,8 +263,9 @@ def main(argv=None) -> int:
                   ).to_csv(d / "rows.csv", index=False)
         pd.concat([x["steps"].assign(config=x["config"], round=x["round"]) for x in runs]
                   ).to_csv(d / "steps.csv", index=False)
-        pd.DataFrame([{k: x[k] for k in ("config", "workload", "slots", "rate", "round", "role",
-                                         "load1", "foreign", "discarded")} for x in runs]
+        pd.DataFrame([{k: x[k] for k in ("config", "workload", "slots", "rate", "unified",
+                                         "round", "role", "load1", "foreign", "discarded")}
+                      for x in runs]
                      ).to_csv(d / "runs.csv", index=False)
         cal.steps.to_csv(d / "calibration_steps.csv", index=False)
         cal.rows.drop(columns=["usage", "timings"], errors="ignore").to_csv(
@@ -271,7 +290,9 @@ def report_from(d: Path, a) -> int:
         st = steps[(steps["config"] == m["config"]) & (steps["round"] == m["round"])] \
             .drop(columns=["config", "round"]).reset_index(drop=True)
         rate = None if pd.isna(m["rate"]) else float(m["rate"])
-        runs.append({**m.to_dict(), "rate": rate, "rows": g, "steps": st, **live_figures(g)})
+        unified = bool(m.get("unified", False)) if not pd.isna(m.get("unified", False)) else False
+        runs.append({**m.to_dict(), "rate": rate, "unified": unified, "rows": g, "steps": st,
+                     **live_figures(g)})
     head = (d / "header.txt").read_text().strip()
     out, _ = analyze(runs, pd.read_csv(d / "calibration_steps.csv"),
                      pd.read_csv(d / "calibration_rows.csv"), a)
@@ -371,12 +392,16 @@ def same_work(runs, cal_steps) -> list[str]:
     return out
 
 
-def predict(run, cost, rtt, a):
+def predict(run, cost, rtt, a, pool_attention=True):
+    # a unified run is replayed in a unified pool of the same -c (the others as before: no KV
+    # limit, which the split runs never reach)
+    kv = (sim.UnifiedKV(a.n_ctx, pool_attention=pool_attention) if run.get("unified")
+          else None)
     if run["rate"]:
         return replay_open(run["rows"], slots=run["slots"], cost=cost, rtt_s=rtt,
-                           serial_ingress=True, n_batch=a.batch)
+                           serial_ingress=True, n_batch=a.batch, kv=kv)
     return replay(run["rows"], slots=run["slots"], cost=cost, rtt_s=rtt, serial_ingress=True,
-                  n_batch=a.batch)
+                  n_batch=a.batch, kv=kv)
 
 
 def analyze(runs, cal_steps, cal_rows, a):
@@ -415,6 +440,18 @@ def analyze(runs, cal_steps, cal_rows, a):
                 line[f"{key}_{m}"] = float(np.median(vals[m]))
                 line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
             line[f"{key}_steps"] = float(np.median([q.result.n_steps for q in preds]))
+        if rs[0].get("unified"):
+            # the same unified run replayed with the earlier charging: each sequence its own
+            # cells, as if the pool were split
+            f, rtt = models[HEAD]
+            preds = [predict(x, f.cost, rtt, a, pool_attention=False) for x in rs]
+            vals = {"tok_s": [q.throughput_tok_s for q in preds],
+                    "ttft_p50": [q.ttft_p50_s for q in preds],
+                    "ttft_mean": [q.ttft_mean_s for q in preds],
+                    "ttft_p90": [q.ttft_p90_s for q in preds]}
+            for m in METRICS:
+                line[f"{OLD}_{m}"] = float(np.median(vals[m]))
+                line[f"{OLD}_{m}_err"] = rel(line[f"{OLD}_{m}"], line[f"live_{m}"])
         table.append(line)
     t = pd.DataFrame(table)
 
@@ -467,6 +504,19 @@ def analyze(runs, cal_steps, cal_rows, a):
         dts = " | ".join(pct(r[f"{k}_decode_time_err"]) for k in keys)
         out.append(f"| {r.config} | {cells} | {dts} | {r.live_steps:.0f} / "
                    f"{r[f'{HEAD}_steps']:.0f} / {r[f'{OWN}_steps']:.0f} |")
+    if OLD + "_tok_s" in t:
+        out += ["", f"Unified KV, {HEAD} model: attention charged over the whole pool (as "
+                "llama.cpp computes it) against the old charging (each sequence its own cells):",
+                "", "| configuration | live tok/s | pred. | err | old charging | err | "
+                "live TTFT p50 ms | pred. | err | old charging | err |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for _, r in t[t[OLD + "_tok_s"].notna()].iterrows():
+            cells = []
+            for m, s, fmt in (("tok_s", 1, ".1f"), ("ttft_p50", 1e3, ".0f")):
+                cells.append(f"{r[f'live_{m}'] * s:{fmt}} | {r[f'{HEAD}_{m}'] * s:{fmt}} | "
+                             f"{pct(r[f'{HEAD}_{m}_err'])} | {r[f'{OLD}_{m}'] * s:{fmt}} | "
+                             f"{pct(r[f'{OLD}_{m}_err'])}")
+            out.append(f"| {r.config} | {' | '.join(cells)} |")
     out += ["", f"{OWN}: each configuration replayed with costs fitted on its own steps "
             "(nothing held out): the scheduling alone, with the step costs the run had."]
     out += ["", "Load per configuration (1-minute load average at the start, most cores "

@@ -111,6 +111,7 @@ EXPORTS = {
     "chat_tokens": "labkit.lessons.handbuilt:chat_tokens",
     "live": "labkit.lessons.live",
     "llama_server": "labkit.lessons.llama_server",
+    "kv_attention": "labkit.lessons.kv_attention",
     "plots": "labkit.lessons.plots",
     "prompt_cache": "labkit.lessons.prompt_cache",
     "seed_tables": "labkit.lessons.seed_tables",

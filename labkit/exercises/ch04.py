@@ -352,3 +352,35 @@ open_question(
              "明寫 -c 和 -np（不用 -np auto），並在日誌裡核對 n_ctx_slot"),
     ],
     min_words=40, needs_number=True)
+
+
+# ---------------------------------------------------------------------------- 4.10 unified attention
+
+@exercise("4.10", Both("-np 4 with unified KV: four slots each hold 2,000 cells, and one sequence "
+                       "decodes while the three others sit idle with their caches. Over how many "
+                       "KV cells (n_kv, llama.cpp pads it to a multiple of 256) does the decoding "
+                       "sequence's attention run for each token?",
+                       "-np 4、統一 KV：四個槽位各存著 2,000 格，其中一個序列在解碼，另外三個閒著，"
+                       "但快取還留著。解碼中的序列每產生一個 token，它的注意力要跑過幾格 KV"
+                       "（n_kv，llama.cpp 會把它補齊到 256 的倍數）？"))
+def _unified_attention(answer):
+    from ..lessons.kv_attention import n_kv
+    want = n_kv([2000] * 4, True)
+    v = quantity(answer, "cells")
+    if v == want:
+        return True, pick(f"one stream holds all four sequences: 4 x 2,000 = 8,000 used cells, "
+                          f"padded to {want}; the other three's cells are computed and masked out. "
+                          f"Split KV would attend over {n_kv([2000], False)}",
+                          f"一條串流裝著全部四個序列：4 × 2,000 = 8,000 格已用，補齊成 {want}；"
+                          f"另外三個序列的格子照樣算過，再被遮罩丟掉。分割 KV 只要跑 "
+                          f"{n_kv([2000], False)} 格")
+    if v in (2000, n_kv([2000], False)):
+        return False, pick("that is split KV's count, its own stream; in a unified pool the "
+                           "attention views the one stream's used cells, every sequence's",
+                           "那是分割 KV 的數字，只看自己的串流；統一池裡，注意力看的是那一條串流"
+                           "所有已用的格子，每個序列的都算")
+    if v == 8000:
+        return False, pick("right cells, but llama.cpp pads n_kv to a multiple of 256",
+                           "格子對了，但 llama.cpp 會把 n_kv 補齊到 256 的倍數")
+    return False, pick("count the used cells of the whole pool, the idle caches included, then pad",
+                       "把整個池已用的格子都數進來，閒著的快取也算，然後補齊")

@@ -463,6 +463,11 @@ HEADINGS: dict[str, str] = {
     "owner": "負責人", "deadline": "截止日期", "doc": "文件", "KV flag": "KV 旗標",
     "match": "相符", "flags": "旗標", "log": "日誌", "error type": "錯誤類型",
     "predicted pool": "預測的池大小", "step": "步驟",
+    # split against unified KV's attention (labkit.lessons.kv_attention)
+    "phase": "階段", "decoding": "解碼序列數", "idle caches": "閒置快取數",
+    "split tok/s per seq": "分割 每序列 tok/s", "unified tok/s per seq": "統一 每序列 tok/s",
+    "split tok/s total": "分割 總 tok/s", "unified tok/s total": "統一 總 tok/s",
+    "unified / split": "統一 / 分割",
     # the engine's step trace (labkit.engine.trace) and a request's sampling
     "t_start": "開始 (s)", "t_end": "結束 (s)", "dur_s": "耗時 (s)", "n_tokens": "token 數",
     "n_prefill_tokens": "預填 token 數", "n_prefill_seqs": "預填序列數", "n_decode": "解碼序列數",
@@ -565,6 +570,8 @@ CELL_WORDS = {
     "owning cheaper": {"above": "超過交叉點", "below": "低於交叉點", "always": "任何時數",
                        "never": "任何時數都不會", "": ""},
     # what notebook 08 measures and predicts (labkit.costs.planning.prediction_error)
+    # the phases of labkit.lessons.kv_attention
+    "phase": {"1": "1", "2": "2", "4": "4", "idle": "1 個解碼、3 個閒置"},
     "quantity": {"TTFT p50 s": HEADINGS["ttft_p50_s"], "TTFT mean s": "首字等待平均 (s)",
                  "TTFT p90 s": HEADINGS["ttft_p90_s"]},
 }

@@ -18,7 +18,9 @@ and the result's tables are built from that record. The loop, in words:
    many steps k fit before that moment and advances time by their total cost in
    one go. This is exact (each step's cost is still a + c n + d x attended, and
    attended grows by n per step; the prefill-attention term e is zero in a
-   decode-only step) and it is what lets 100,000 requests run in seconds.
+   decode-only step) and it is what lets 100,000 requests run in seconds. With a
+   unified pool (``KVModel.pool_attention``) each of the n sequences attends over the
+   whole pool's used cells, so attended is n x pool and grows by n x n per step.
 4. Retire every sequence that has all its tokens, free its slot and KV, and
    (closed loop) let its client send the next request.
 
@@ -292,6 +294,13 @@ class _Engine:
             attended += job.cells + n
             pairs += n * (job.cells + n / 2)
             chunks.append((job, n))
+        held = attended                                      # the sequences' own cells
+        if self.kv.pool_attention:
+            # Unified KV: every querying sequence attends over the whole pool after this step
+            # (llama.cpp's n_kv), the other sequences' cells computed and masked out.
+            pool = self.kv.cells_used() + n_gen + n_pre
+            attended = (n_gen + len(chunks)) * pool
+            pairs = sum(n * (pool - n / 2) for _, n in chunks)
         dur = a + b * n_pre + c * n_gen + d * attended + self.e * pairs
         t0 = self.now
         self.now = t0 + dur
@@ -310,7 +319,7 @@ class _Engine:
             if policy.tracks_service:
                 policy.charge(job.req.user, n, 0)
         self.segments.append((self.step_no, 1, t0, dur, 0.0, n_pre, len(chunks), n_gen, attended,
-                              kv.cells_used(), 0, None, self.n_slots - len(self.free), pairs))
+                              kv.cells_used(), 0, None, self.n_slots - len(self.free), pairs, 0, held))
         self.step_no += 1
         self.hold_admission = False
         self._retire()
@@ -345,9 +354,17 @@ class _Engine:
             heapq.heappop(heap)                       # stale entry of a preempted job
         k = heap[0][0] - G
         n = len(self.gen)
-        attended = self.sum_base + n * (G + 1)             # cells after the first step
+        held = self.sum_base + n * (G + 1)                 # the sequences' own cells
+        if self.kv.pool_attention:
+            # Unified KV: each of the n sequences attends over the whole pool, which grows
+            # by n cells a step.
+            attended = n * (self.kv.cells_used() + n)
+            growth = n * n
+        else:
+            attended = held                                # cells after the first step
+            growth = n                                     # each later step attends n more cells
         first = a + c * n + d * attended                   # cost of the first step
-        beta = d * n                                       # each later step attends n more cells
+        beta = d * growth
         if self.events and self._arrival_matters():
             k = min(k, self._steps_until(first, beta, self.events[0][0] - self.now))
         if self.hold_admission and self.free and len(self.policy):
@@ -362,7 +379,7 @@ class _Engine:
             for job in self.gen:
                 self.policy.charge(job.req.user, 0, k)
         self.segments.append((self.step_no, k, t0, first, beta, 0, 0, n, attended,
-                              before, inc, slacks, self.n_slots - len(self.free), 0.0))
+                              before, inc, slacks, self.n_slots - len(self.free), 0.0, growth, held))
         self.step_no += k
         self.hold_admission = False
         self._retire()

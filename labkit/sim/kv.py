@@ -18,6 +18,12 @@ is shared between the tables (slots, 窗口) changes what happens under load:
   freed and it rejoins the front of the queue, to recompute later). With
   ``admission="reserve"`` a request is admitted only when prompt + every token it
   may generate fits, so the pool never runs dry, at the price of idle reserved room.
+  Attention in a unified pool runs over the whole pool: llama.cpp views the one
+  stream's used cells (``n_kv``, from ``llama_kv_cache::get_n_kv``) for every
+  sequence and masks the other sequences' cells out (``set_input_kq_mask``), so
+  each querying sequence is charged every used cell of the pool, idle slots'
+  kept caches included (``pool_attention=True``, the default;
+  ``pool_attention=False`` is the earlier charging, each sequence its own cells).
 - :class:`PagedKV`: vLLM-style blocks of ``block_size`` cells, allocated as
   sequences grow; when none is left, the youngest sequence is preempted and
   later recomputed. Memory is counted in whole blocks (including the unused tail
@@ -62,6 +68,10 @@ class KVModel:
     kind = "base"
     #: What to do when a generating sequence finds no room: "fail" or "preempt".
     on_full = "fail"
+    #: Whether every querying sequence's attention runs over every used cell of the pool
+    #: (llama.cpp's unified KV: one stream, n_kv = the pool's used cells) rather than over
+    #: its own cells only (split KV: one stream per sequence; paged: its own blocks).
+    pool_attention = False
 
     def bind(self, n_slots: int, prefix_cache: bool) -> None:
         """Reset all state for a new run with ``n_slots`` slots."""
@@ -216,12 +226,16 @@ class UnifiedKV(KVModel):
             (prompt plus all future tokens must fit).
         on_full: ``"fail"`` or ``"preempt"`` the youngest sequence when the pool
             runs dry during generation (only reachable with optimistic admission).
+        pool_attention: charge each querying sequence's attention over every used cell
+            of the pool, as llama.cpp computes it (True, the default), or over its own
+            cells only (False: the earlier charging, kept to compare).
     """
 
     kind = "unified"
 
     def __init__(self, n_cells: int, *, slot_cap: int | None = None,
-                 admission: str = "optimistic", on_full: str = "fail"):
+                 admission: str = "optimistic", on_full: str = "fail",
+                 pool_attention: bool = True):
         if admission not in ("optimistic", "reserve"):
             raise ValueError("admission must be 'optimistic' or 'reserve'")
         if on_full not in ("fail", "preempt"):
@@ -229,10 +243,12 @@ class UnifiedKV(KVModel):
         self.n_cells = int(n_cells)
         self.slot_cap = int(min(slot_cap or n_cells, n_cells))
         self.admission, self.on_full = admission, on_full
+        self.pool_attention = bool(pool_attention)
 
     def __repr__(self):
+        extra = "" if self.pool_attention else ", pool_attention=False"
         return (f"UnifiedKV({self.n_cells}, slot_cap={self.slot_cap}, "
-                f"admission={self.admission!r}, on_full={self.on_full!r})")
+                f"admission={self.admission!r}, on_full={self.on_full!r}{extra})")
 
     def bind(self, n_slots, prefix_cache):
         super().bind(n_slots, prefix_cache)

@@ -41,7 +41,7 @@ REQUEST_COLUMNS = ["id", "user", "priority", "arrival", "admitted", "first_token
                    "prompt_tokens", "output_tokens", "generated", "cached_tokens", "slot",
                    "prefix_id", "starved"]
 STEP_COLUMNS = ["step", "t_start", "t_end", "dur_s", "n_tokens", "n_prefill_tokens",
-                "n_prefill_seqs", "n_decode", "attended", "kv_used", "n_busy", "prefill_attn"]
+                "n_prefill_seqs", "n_decode", "attended", "kv_used", "n_busy", "prefill_attn", "held"]
 SLOT_COLUMNS = ["step", "t_start", "t_end", "slot", "action", "n_tokens", "request_id"]
 ACTIONS = np.array(["idle", "prefill", "decode"], dtype=object)
 
@@ -101,6 +101,8 @@ class SimResult:
         n_pre, n_pre_seqs, n_dec, att, kv0, kv_inc = (np.asarray(c, dtype=np.int64) for c in cols[5:11])
         slacks, n_busy = cols[11], np.asarray(cols[12], dtype=np.int64)
         pairs = np.asarray(cols[13], dtype=float)
+        att_inc = np.asarray(cols[14], dtype=np.int64)
+        held = np.asarray(cols[15], dtype=np.int64)
         k = k.astype(np.int64)
         idx = np.repeat(np.arange(len(k)), k)
         offsets = np.cumsum(k) - k
@@ -125,10 +127,13 @@ class SimResult:
             "n_prefill_tokens": n_pre[idx],
             "n_prefill_seqs": n_pre_seqs[idx],
             "n_decode": n_dec[idx],
-            "attended": att[idx] + n_dec[idx] * j,
+            "attended": att[idx] + att_inc[idx] * j,
             "kv_used": kv_used,
             "n_busy": n_busy[idx],
             "prefill_attn": pairs[idx],
+            # the sequences' own cells (equal to attended but with a unified pool, where each
+            # querying sequence attends over every used cell)
+            "held": held[idx] + n_dec[idx] * j,
         })
         if self.block_size:
             df["kv_blocks"] = df["kv_used"] // self.block_size

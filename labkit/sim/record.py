@@ -27,7 +27,7 @@ REQUEST_FIELDS = ("id", "user", "priority", "arrival", "admitted", "first_token"
 #: (0 in decode-only segments; :mod:`labkit.sim.features`).
 SEGMENT_FIELDS = ("step", "k", "t_start", "first_dur", "beta", "n_prefill_tokens",
                   "n_prefill_seqs", "n_decode", "attended", "kv_before", "kv_per_step",
-                  "slacks", "n_busy", "prefill_attn")
+                  "slacks", "n_busy", "prefill_attn", "attended_per_step", "held")
 #: One row per (step, slot) that processed prompt tokens.
 PREFILL_FIELDS = ("step", "slot", "n_tokens", "request_id")
 #: One row per stretch of steps a request spent in a slot: ``hold`` from admission to

@@ -9,7 +9,7 @@ The engineer version, at equal memory (the same number of KV cells) and on the s
 workload, one step at a time:
 
 - **tokens**: cells that hold a token of a sequence in a slot (its prompt read so far plus
-  what it generated; the simulator's ``attended`` column);
+  what it generated; the simulator's ``held`` column);
 - **reserved**: cells set aside for the sequences in slots. Split KV (llama.cpp
   ``--no-kv-unified``) sets aside a whole stripe of ``n_ctx / n_slots`` cells for every busy
   slot, however short its request; unified KV (llama.cpp ``--kv-unified``) takes a cell per
@@ -48,7 +48,7 @@ def reservation(run) -> pd.DataFrame:
     else:                   # unified: cells written; paged: whole blocks
         reserved = st["kv_used"]
     return pd.DataFrame({"t_start": st["t_start"], "dur_s": st["dur_s"],
-                         "tokens": st["attended"], "reserved": reserved,
+                         "tokens": st["held"], "reserved": reserved,
                          "pool": run.kv_capacity, "n_busy": st["n_busy"]})
 
 

@@ -42,3 +42,8 @@ answer_4_9 = ("Split -np 4 -c 24576 gives each agent 6144 but refuses the 20k do
               "four agents (4 x 6k = 24k) and the document (20k) grow together, 44k is more than "
               "32768 and llama-server fails every request in flight with HTTP 500, so I send the "
               "document when the agents are idle, or raise -c to 45056 and pay its memory.")
+
+
+# 4.10: unified KV is one stream: n_kv covers every sequence's used cells, 4 x 2,000 = 8,000,
+# padded to 256 (llama_kv_cache::get_n_kv): 8192.
+answer_4_10 = 8192

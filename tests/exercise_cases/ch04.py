@@ -39,4 +39,5 @@ WRONG = {
             "memory is used well; when the pool runs out the server will simply slow down and "
             "everyone waits a little longer for their answers.",
             "選統一 KV，比較有彈性，大家共用記憶體。"],
+    "4.10": [2000, 2048, 8000, "2048 格", 6144],
 }

@@ -1,0 +1,87 @@
+"""Split against unified KV's attention (labkit.lessons.kv_attention): llama.cpp's n_kv rule,
+the timings read from an answer, the summary; and, slow, the measurement on both servers."""
+
+import pandas as pd
+import pytest
+
+from labkit.lessons import kv_attention as ka
+
+
+def test_n_kv_follows_llama_cpps_rule():
+    # unified: one stream, every sequence's used cells, padded to 256
+    assert ka.n_kv([2000] * 4, True) == 8192
+    assert ka.n_kv([2000], True) == 2048
+    # split: the sequence's own stream (a batch of streams: the largest)
+    assert ka.n_kv([2000] * 4, False) == 2048
+    assert ka.n_kv([100, 300], False) == 512
+    assert ka.n_kv([10], True) == 256            # never below the padding
+    assert ka.n_kv([2000] * 4, True, size=4096) == 4096
+    with pytest.raises(ValueError):
+        ka.n_kv([], True)
+    with pytest.raises(ValueError):
+        ka.n_kv([-1], False)
+
+
+def test_attended_ratio():
+    assert ka.attended_ratio(1, 3, 2000) == 4.0     # the idle sequence case
+    assert ka.attended_ratio(1, 0, 2000) == 1.0
+    with pytest.raises(ValueError):
+        ka.attended_ratio(0, 0, 10)
+
+
+def test_prompts_differ_from_the_first_token():
+    ps = ka.prompts(4, 50, seed=1)
+    assert [len(p) for p in ps] == [50] * 4
+    assert len({p[0] for p in ps}) == 4 or len({tuple(p[:2]) for p in ps}) == 4
+    assert ka.prompts(4, 50, seed=1) == ps
+
+
+def test_read_timings():
+    body = {"content": "x", "timings": {"predicted_per_second": 42.5, "predicted_n": 32,
+                                        "prompt_n": 1, "cache_n": 479}}
+    assert ka.read_timings(body) == {"decode_tok_s": 42.5, "predicted_n": 32, "prompt_n": 1,
+                                     "cache_n": 479}
+    with pytest.raises(ValueError):
+        ka.read_timings({"content": "x"})
+
+
+def test_setup_pool_fits_four_sequences():
+    s = ka.Setup(2000, 64)
+    assert s.n_ctx == 4 * 2304 and s.n_ctx // 4 >= 2000 + 64
+    cfg = ka.config("labkit", True, s)
+    assert (cfg.n_slots, cfg.kv_unified, cfg.n_ctx) == (4, True, s.n_ctx)
+
+
+def _rows():
+    rows = []
+    for kv, speed in (("split", 10.0), ("unified", 5.0)):
+        for name, dec, idle in ka.PHASES:
+            for i in range(dec):
+                rows.append({"server": "s", "kv": kv, "phase": name, "decoding": dec,
+                             "idle caches": idle, "sequence": i,
+                             "decode_tok_s": speed / (2 if dec > 1 else 1)})
+    return pd.DataFrame(rows)
+
+
+def test_summary_puts_split_and_unified_side_by_side():
+    out = ka.summary(_rows())
+    assert list(out["phase"]) == ["1", "2", "4", "idle"]
+    four = out[out["phase"] == "4"].iloc[0]
+    assert four["split tok/s per seq"] == 5.0 and four["split tok/s total"] == 20.0
+    assert four["unified tok/s total"] == 10.0 and four["unified / split"] == 0.5
+    assert four["decoding"] == 4 and out.iloc[-1]["idle caches"] == 3
+
+
+@pytest.mark.slow
+def test_unified_decodes_slower_than_split_beside_long_caches_on_both_servers():
+    """Real llama.cpp: with four 1,000-token caches in the pool, unified KV's decode is slower
+    than split's, on llama-server and on labkit's server (the same flags): four sequences
+    decoding, and one decoding beside three idle caches."""
+    from labkit.lessons import llama_server
+    kinds = ["labkit"] + (["xllamacpp"] if llama_server.reference_installed() else [])
+    rows = ka.measure(kinds, ka.Setup(1000, 24, 1), phases=(("4", 4, 0), ("idle", 1, 3)))
+    out = ka.summary(rows)
+    assert set(out["server"]) == {llama_server.SERVER_NAMES[llama_server._resolve(k)]
+                                  for k in kinds}
+    for _, r in out.iterrows():
+        assert r["unified / split"] < 0.95, out
