@@ -111,6 +111,7 @@ EXPORTS = {
     "chat_tokens": "labkit.lessons.handbuilt:chat_tokens",
     "live": "labkit.lessons.live",
     "llama_server": "labkit.lessons.llama_server",
+    "caption": "labkit.bench.provenance:caption",
     "plots": "labkit.lessons.plots",
     "seed_tables": "labkit.lessons.seed_tables",
     "widgets": "labkit.lessons.widgets",

@@ -124,3 +124,16 @@ def test_llama_server_flags_is_the_one_form():
     from labkit.lessons import llama_server
     cfg = ServerConfig(n_ctx=0, n_slots=2, kv_unified=True, kv_unified_per_slot=1024)
     assert llama_server.flags(cfg) == provenance.flags(cfg)
+
+
+def test_slot_gains_reads_each_server_against_its_own_one_slot():
+    from labkit.lessons import llama_server
+    side = pd.DataFrame({"server": ["labkit server 0.1.0 · -c 4096 -np 1 --no-kv-unified",
+                                    "labkit server 0.1.0 · -c 4096 -np 2 --no-kv-unified",
+                                    "llama-server (xllamacpp 1.2) · -c 4096 -np 1 --no-kv-unified",
+                                    "llama-server (xllamacpp 1.2) · -c 4096 -np 2 --no-kv-unified"],
+                         "slots": [1, 2, 1, 2], "tok_s_vs_1_slot": [1.0, 1.5, 1.0, 1.8]})
+    (lab_en, lab_zh), (ref_en, _) = llama_server.slot_gains(side)
+    assert lab_en == "labkit server 0.1.0: total tok/s against its own 1 slot: 1 slot 1.00x, 2 slots 1.50x"
+    assert ref_en.startswith("llama-server (xllamacpp 1.2):") and ref_en.endswith("2 slots 1.80x")
+    assert "1.80" not in lab_en and lab_zh.endswith("2 槽 1.50 倍")

@@ -236,6 +236,22 @@ def side_by_side(result, ttft_threshold_s: float = 10.0):
     return ws[[c for c in keep if c in ws.columns]]
 
 
+def slot_gains(side) -> list[tuple[str, str]]:
+    """One sentence per server of a :func:`side_by_side` table, (English, Chinese): its total
+    tok/s at each slot count against its own 1-slot run, read from the table."""
+    out = []
+    names = side["server"].str.split(" · ").str[0]
+    for name in dict.fromkeys(names):
+        g = side[names == name]
+        parts = [(int(r.slots), r.tok_s_vs_1_slot) for r in g.itertuples()
+                 if r.tok_s_vs_1_slot == r.tok_s_vs_1_slot and r.tok_s_vs_1_slot is not None]
+        en = ", ".join(f"{n} slot{'s' if n > 1 else ''} {x:.2f}x" for n, x in parts)
+        zh = "，".join(f"{n} 槽 {x:.2f} 倍" for n, x in parts)
+        out.append((f"{name}: total tok/s against its own 1 slot: {en}",
+                    f"{name}：總 tok/s 對自己的 1 槽：{zh}"))
+    return out
+
+
 # ---------------------------------------------------------------------------- filling the pool
 
 @dataclass
