@@ -50,6 +50,7 @@ LONG_SUITES = frozenset({
     "test_workload_zh.py",      # labkit bench on the Chinese workload
     "test_kv_attention.py",     # split against unified decoding, 1,000-token prompts, both servers
     "test_prompt_cache.py",     # the agent fleet on labkit's server and llama-server
+    "test_seed_slots_live.py",  # the seed's 1/2/4-slot procedure on both servers
 })
 
 

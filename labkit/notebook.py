@@ -112,6 +112,7 @@ EXPORTS = {
     "live": "labkit.lessons.live",
     "llama_server": "labkit.lessons.llama_server",
     "kv_attention": "labkit.lessons.kv_attention",
+    "caption": "labkit.bench.provenance:caption",
     "plots": "labkit.lessons.plots",
     "prompt_cache": "labkit.lessons.prompt_cache",
     "seed_tables": "labkit.lessons.seed_tables",

@@ -16,10 +16,11 @@ from labkit.lessons.seed_audit import ROWS, STATUSES, R
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-#: What starts llama.cpp's own llama-server in a cell: labkit.lessons.llama_server's helpers,
+#: What starts llama.cpp's own llama-server in a cell: labkit.lessons.llama_server's helpers (the
+#: seed's procedure, seed_slots, among them),
 #: the prompt-cache lesson's runs (labkit.lessons.prompt_cache.compare: both servers), or a
 #: launch of kind "xllamacpp".
-STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst|prompt_estimate)\(|"
+STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst|prompt_estimate|seed_slots)\(|"
                                  r"prompt_cache\.compare\(|"
                                  r"kind=\"xllamacpp\"|kinds=\(\"xllamacpp\"")
 #: What runs llama.cpp through labkit in a cell: its server, its engine, or llama.cpp's C API.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..lang.fonts import label as _L
+from .provenance import SEP, caption, row_label
 from .worksheet import CONFIG_KEYS, run_summary
 
 PHASE_COLORS = {"client wait": "#d9d9d9", "server queue": "#f2c14e", "prefill": "#e6862a",
@@ -30,7 +31,18 @@ def _axes(ax, figsize=(7, 4)):
 
 
 def _config_label(r) -> str:
-    return f"{r['kv_mode']} np{r['slots']} if{r['in_flight']} {r['workload']}"
+    """A run's legend entry: the server and its flags (:mod:`.provenance`), the client's
+    requests in flight and the workload."""
+    return f"{row_label(r)}, if{r['in_flight']} {r['workload']}"
+
+
+def _server_only(r) -> str:
+    return row_label(r).split(SEP)[0]
+
+
+def _titled(ax, en: str, zh: str, rows: pd.DataFrame, fontsize=9):
+    """A live plot's title: what it shows, then the line naming the servers that produced it."""
+    ax.set_title(_L(en, zh) + "\n" + caption(rows), fontsize=fontsize)
 
 
 def throughput_vs_slots(rows: pd.DataFrame, ax=None):
@@ -39,14 +51,15 @@ def throughput_vs_slots(rows: pd.DataFrame, ax=None):
     runs = run_summary(rows)
     for (kv, wl, server), g in runs.groupby(["kv_mode", "workload", "server"], sort=False):
         med = g.groupby("slots")["output_tok_s"].median().sort_index()
-        line, = ax.plot(med.index, med.values, marker="o", label=f"{kv} ({wl}, {server})")
+        line, = ax.plot(med.index, med.values, marker="o",
+                        label=f"{kv} ({wl}, {_server_only(g.iloc[0])})")
         ax.scatter(g["slots"], g["output_tok_s"], color=line.get_color(), alpha=0.35, s=14)
     ax.set_xlabel(_L("slots (and requests in flight)", "槽位數（與在途請求數）"))
     ax.set_ylabel(_L("total output tok/s", "總輸出 tok/s"))
     ax.set_xticks(sorted(runs["slots"].dropna().unique()))
     ax.set_ylim(bottom=0)
-    ax.set_title(_L("Throughput vs slots (line: median of rounds; dots: each round)",
-                    "吞吐與槽位數（線：各輪中位數；點：每一輪）"))
+    _titled(ax, "Throughput vs slots (line: median of rounds; dots: each round)",
+            "吞吐與槽位數（線：各輪中位數；點：每一輪）", rows)
     ax.legend(fontsize=8)
     return ax
 
@@ -61,10 +74,10 @@ def ttft_per_request(rows: pd.DataFrame, ax=None, round_: int | None = 0):
     ax.set_xlabel(_L("request (in the order sent)", "請求（依送出順序）"))
     ax.set_ylabel(_L("TTFT (s)", "首字等待 TTFT (s)"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_L("Time to first visible token, per request" +
-                    ("" if round_ is None else f" (round {round_ + 1})"),
-                    "每個請求的首字等待（第一個可見 token）" +
-                    ("" if round_ is None else f"（第 {round_ + 1} 輪）")))
+    _titled(ax, "Time to first visible token, per request" +
+            ("" if round_ is None else f" (round {round_ + 1})"),
+            "每個請求的首字等待（第一個可見 token）" +
+            ("" if round_ is None else f"（第 {round_ + 1} 輪）"), data)
     ax.legend(fontsize=8)
     return ax
 
@@ -114,6 +127,8 @@ def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=
     if memory is None or memory.empty:
         ax.text(0.5, 0.5, _L("no memory samples", "沒有記憶體取樣"), ha="center",
                 transform=ax.transAxes)
+        if rows is not None and not rows.empty:
+            _titled(ax, "Memory over time", "記憶體用量隨時間變化", rows)
         return ax
     if kind is None:
         present = set(memory["kind"])
@@ -129,8 +144,12 @@ def memory_over_time(memory: pd.DataFrame, rows: pd.DataFrame | None = None, ax=
         ax.plot(per_t.index, per_t.values, label=labels.get(run_id, run_id), lw=1)
     ax.set_xlabel(_L("seconds from the start of the run", "自這一輪開始起算的秒數"))
     ax.set_ylabel(f"{kind} (MiB)")
-    ax.set_title(_L(f"Memory over time ({kind}, sampled every 0.2 s)",
-                    f"記憶體用量隨時間變化（{kind}，每 0.2 秒取樣）"))
+    title = (f"Memory over time ({kind}, sampled every 0.2 s)",
+             f"記憶體用量隨時間變化（{kind}，每 0.2 秒取樣）")
+    if rows is not None and not rows.empty:
+        _titled(ax, *title, rows)
+    else:
+        ax.set_title(_L(*title))
     if m["run_id"].nunique() <= 12:
         ax.legend(fontsize=7)
     return ax

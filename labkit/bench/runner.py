@@ -92,7 +92,10 @@ def describe_target(target: Target) -> dict:
     if slots is None and cfg is not None and getattr(cfg, "kind", "") == "llama_cpp.server":
         slots = 1
     pool = f.get("n_ctx") or getattr(cfg, "n_ctx", None)
-    return {"server": _server_name(target, props), "model_sha256": sha,
+    from .provenance import flags
+    return {"server": _server_name(target, props),
+            "flags": flags(cfg) if cfg is not None and hasattr(cfg, "n_slots") else None,
+            "model_sha256": sha,
             "kv_mode": {True: "unified", False: "split", None: "unknown"}[kv],
             "pool_n_ctx": pool, "slots": slots, "n_ctx_slot": slot_cap,
             "model_path": model_path,

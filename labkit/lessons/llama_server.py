@@ -12,6 +12,10 @@
   ``/metrics`` counts the waiting ones in the gauge ``llamacpp:requests_deferred``. Nothing is
   refused; a limit on waiting, if you want one, lives in front of the server (a reverse proxy
   with a connection limit). The burst is sent at once and the gauges are read while it waits.
+- :func:`seed_slots` runs the seed tutorial's own procedure (start with ``-np 1``, then 2,
+  then 4, the client's requests in flight equal to the slots, the worksheet filled) on
+  llama-server and on labkit's server alike, through labkit's bench harness: one result, every
+  row saying which server produced it (notebook 05).
 - :func:`reference_kind`, :func:`reference_installed` and :func:`skip_note` say which
   llama-server a cell can start here, and, where there is none, the one line a cell prints
   before it runs labkit's half alone.
@@ -117,13 +121,10 @@ def skip_note(what: str) -> str:
 
 
 def flags(config) -> str:
-    """The flags of ``config`` this notebook is about, as a learner would type them."""
-    out = [f"-c {config.n_ctx}", f"-np {config.n_slots}"]
-    if config.kv_unified is not None:
-        out.append("--kv-unified" if config.kv_unified else "--no-kv-unified")
-    if config.kv_unified_per_slot is not None:
-        out.append(f"--kv-unified-per-slot {config.kv_unified_per_slot}")
-    return " ".join(out)
+    """The flags of ``config`` this notebook is about, as a learner would type them
+    (:func:`labkit.bench.provenance.flags`, the one form every live label uses)."""
+    from ..bench.provenance import flags as _flags
+    return _flags(config)
 
 
 def pool_lines(log: str) -> list[str]:
@@ -189,6 +190,66 @@ def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = N
                              want["n_ctx_slot"], want["n_slots"]),
             })
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- the seed's 1/2/4
+
+def seed_configs(slots=(1, 2, 4), kinds=("labkit", REFERENCE), *, n_ctx: int = 4096,
+                 kv_unified: bool = False, log_dir: str | None = None) -> list:
+    """The seed's server runs, one per kind and slot count, every flag written out
+    (``-c``, ``-np``, the KV mode), as the seed asks; :data:`REFERENCE` is left out where no
+    llama-server can start here."""
+    from ..server.launch import ServerConfig
+    kinds = [_resolve(k) for k in kinds if k != REFERENCE or reference_installed()]
+    return [ServerConfig(kind=k, n_ctx=n_ctx, n_slots=n, kv_unified=kv_unified, log_dir=log_dir)
+            for k in kinds for n in slots]
+
+
+def seed_slots(slots=(1, 2, 4), kinds=("labkit", REFERENCE), *, workload="short",
+               max_docs: int | None = None, rounds: int = 1, n_ctx: int = 4096,
+               kv_unified: bool = False, log_dir: str | None = None):
+    """The seed's procedure on each server: for every slot count, a fresh server, a warm-up
+    request, then the workload with as many requests in flight as slots, graded; ``rounds``
+    rounds, the order of the runs rotated each round (:func:`labkit.bench.measure`). Returns
+    the :class:`labkit.bench.runner.BenchResult`; its rows name their server and flags."""
+    from ..bench import measure
+    return measure(seed_configs(slots, kinds, n_ctx=n_ctx, kv_unified=kv_unified,
+                                log_dir=log_dir),
+                   [workload], rounds=rounds, max_docs=max_docs, progress=False,
+                   sample_memory=False, env=False)
+
+
+def side_by_side(result, ttft_threshold_s: float = 10.0):
+    """The worksheet of :func:`seed_slots` with the two servers' figures side by side: one line
+    per server and slot count, each labelled (server, version, flags), and each server's total
+    tok/s against its own 1-slot run (``tok_s_vs_1_slot``)."""
+    from ..bench.provenance import labelled
+    ws = result.worksheet(ttft_threshold_s)
+    ws = ws.sort_values(["server", "slots"], kind="stable").reset_index(drop=True)
+    one = ws[ws["slots"] == ws.groupby("server")["slots"].transform("min")]
+    base = dict(zip(one["server"], one["output_tok_s"]))
+    ws["tok_s_vs_1_slot"] = [r.output_tok_s / base[r.server] if base.get(r.server) else None
+                             for r in ws.itertuples()]
+    keep = ["server", "slots", "in_flight", "output_tok_s", "tok_s_vs_1_slot", "ttft_p50_s",
+            "completion_p50_s", "errors", "correct", "n_requests"]
+    ws = labelled(ws)
+    return ws[[c for c in keep if c in ws.columns]]
+
+
+def slot_gains(side) -> list[tuple[str, str]]:
+    """One sentence per server of a :func:`side_by_side` table, (English, Chinese): its total
+    tok/s at each slot count against its own 1-slot run, read from the table."""
+    out = []
+    names = side["server"].str.split(" · ").str[0]
+    for name in dict.fromkeys(names):
+        g = side[names == name]
+        parts = [(int(r.slots), r.tok_s_vs_1_slot) for r in g.itertuples()
+                 if r.tok_s_vs_1_slot == r.tok_s_vs_1_slot and r.tok_s_vs_1_slot is not None]
+        en = ", ".join(f"{n} slot{'s' if n > 1 else ''} {x:.2f}x" for n, x in parts)
+        zh = "，".join(f"{n} 槽 {x:.2f} 倍" for n, x in parts)
+        out.append((f"{name}: total tok/s against its own 1 slot: {en}",
+                    f"{name}：總 tok/s 對自己的 1 槽：{zh}"))
+    return out
 
 
 # ---------------------------------------------------------------------------- filling the pool

@@ -123,6 +123,11 @@ ROWS: tuple[Row, ...] = (
     R("000", "change the server's slots and the client's requests in flight together; a "
       "warm-up, a restart and three rotated rounds per configuration; cache_prompt false",
       "live on labkit", ["05:9bdc6821"], ["rounds"], ["configs"], kind="procedure"),
+    R("000", "the procedure on its own server: llama-server started with -np 1, then 2, then 4, "
+      "the same documents with as many requests in flight as slots, each figure labelled with "
+      "its server, version and flags", "live on llama-server",
+      ["05:6cf9b930", "05:1837b11b", "05:9033d930"], ["llama_server.seed_slots"],
+      ["-np 1", "llama-server"], ["-np 1", "llama-server"], kind="procedure"),
     R("000", "throughput is the sum of completion_tokens over the batch's wall time; the "
       "worksheet's columns and the median of the rounds", "live on labkit", ["05:771afc71"],
       ["result.worksheet"], ["output_tok_s"], kind="figure"),
