@@ -160,6 +160,18 @@ def rel(pred: float, live: float) -> float:
     return (pred - live) / live if live else float("nan")
 
 
+def put_medians(line: dict, key: str, preds) -> None:
+    """Each metric's median over the replays ``preds`` into ``line`` as ``{key}_{metric}``,
+    with its error against the live run's (``{key}_{metric}_err``)."""
+    vals = {"tok_s": [q.throughput_tok_s for q in preds],
+            "ttft_p50": [q.ttft_p50_s for q in preds],
+            "ttft_mean": [q.ttft_mean_s for q in preds],
+            "ttft_p90": [q.ttft_p90_s for q in preds]}
+    for m in METRICS:
+        line[f"{key}_{m}"] = float(np.median(vals[m]))
+        line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
+
+
 def pct(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.1%}"
 
@@ -432,26 +444,14 @@ def analyze(runs, cal_steps, cal_rows, a):
             pred_steps = f.cost.predict(tr)
             line[f"{key}_decode_time_err"] = rel(float(pred_steps.sum()), float(tr["dur_s"].sum()))
             preds = [predict(x, f.cost, rtt, a) for x in rs]
-            vals = {"tok_s": [q.throughput_tok_s for q in preds],
-                    "ttft_p50": [q.ttft_p50_s for q in preds],
-                    "ttft_mean": [q.ttft_mean_s for q in preds],
-                    "ttft_p90": [q.ttft_p90_s for q in preds]}
-            for m in METRICS:
-                line[f"{key}_{m}"] = float(np.median(vals[m]))
-                line[f"{key}_{m}_err"] = rel(line[f"{key}_{m}"], line[f"live_{m}"])
+            put_medians(line, key, preds)
             line[f"{key}_steps"] = float(np.median([q.result.n_steps for q in preds]))
         if rs[0].get("unified"):
             # the same unified run replayed with the earlier charging: each sequence its own
             # cells, as if the pool were split
             f, rtt = models[HEAD]
             preds = [predict(x, f.cost, rtt, a, pool_attention=False) for x in rs]
-            vals = {"tok_s": [q.throughput_tok_s for q in preds],
-                    "ttft_p50": [q.ttft_p50_s for q in preds],
-                    "ttft_mean": [q.ttft_mean_s for q in preds],
-                    "ttft_p90": [q.ttft_p90_s for q in preds]}
-            for m in METRICS:
-                line[f"{OLD}_{m}"] = float(np.median(vals[m]))
-                line[f"{OLD}_{m}_err"] = rel(line[f"{OLD}_{m}"], line[f"live_{m}"])
+            put_medians(line, OLD, preds)
         table.append(line)
     t = pd.DataFrame(table)
 
