@@ -178,6 +178,34 @@ def summary(rows):
     return out.reset_index(drop=True)
 
 
+PHASE_WORDS = {"4": ("with four sequences decoding", "四個序列一起解碼時"),
+               "idle": ("with one decoding beside three idle caches", "一個序列解碼、旁邊有三份閒置快取時"),
+               "2": ("with two sequences decoding", "兩個序列一起解碼時"),
+               "1": ("with one sequence decoding alone", "只有一個序列解碼時")}
+
+
+def findings(table) -> list[tuple[str, str]]:
+    """What one run shows, per server, in English and Chinese: unified's total decode speed
+    against split's in the phases where other sequences hold cells (four decoding, one beside
+    idle caches), and, where unified was not slower, that this run's noise was larger than the
+    effect. It states the run's figures and asserts nothing about them."""
+    out = []
+    for server, rows in table.groupby("server", sort=False):
+        for _, r in rows[rows["phase"].isin(["4", "idle"])].iterrows():
+            en, zh = PHASE_WORDS[r["phase"]]
+            x = float(r["unified / split"])
+            if x < 1:
+                out.append((f"{server}: {en}, unified decoded at {x:.2f} x split's speed\n",
+                            f"{server}：{zh}，統一 KV 的解碼速度是分割的 {x:.2f} 倍\n"))
+            else:
+                out.append((f"{server}: {en}, unified was not slower in this run ({x:.2f} x "
+                            f"split): at this size the effect was smaller than this machine's "
+                            f"noise\n",
+                            f"{server}：{zh}，這一次統一 KV 並沒有比較慢（分割的 {x:.2f} 倍）："
+                            f"在這個大小下，效果比這台機器的雜訊還小\n"))
+    return out
+
+
 def plot(table, subtitle: dict | None = None):
     """Total decode tok/s per phase, split beside unified, one panel per server (``table``:
     :func:`summary`); ``subtitle`` maps a server's name to the line under its title (its version
