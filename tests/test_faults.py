@@ -304,9 +304,15 @@ def test_labkit_bench_interrupted_saves_the_finished_runs(tmp_path):
     """Quick mode runs two configs (1 and 2 slots); Ctrl-C arrives once the second server is
     starting, so the first run has finished."""
     env = {**os.environ, "LABKIT_QUICK": "1"}
+    # A child inherits an ignored or blocked SIGINT across exec (and Python then installs no
+    # Ctrl-C handler): whatever this test process was left with by earlier tests, the learner's
+    # shell gives bench the default, so the child starts with it.
+    def as_from_a_shell():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
     bench = subprocess.Popen([sys.executable, "-m", "labkit", "bench", "--out", str(tmp_path),
                               "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+                             text=True, env=env, preexec_fn=as_from_a_shell)
     try:
         deadline = time.monotonic() + 900
         while len(list(tmp_path.glob("*/logs/*.log"))) < 2:
