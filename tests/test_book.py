@@ -118,6 +118,20 @@ PROSE = """(selector) => [...document.querySelectorAll(selector)].map(shown => {
 })"""
 
 
+# True once the page has no MathJax, or MathJax has finished its first typesetting: its startup
+# signal "End" comes after the typeset (a hook registered after the signal runs at once). An idle
+# queue is not enough: on a busy machine it is idle before the typesetting is queued.
+TYPESET = """() => {
+  const mj = window.MathJax;
+  if (!mj || !mj.Hub || !mj.Hub.Register) return true;
+  if (window.labkitTypeset === undefined) {
+    window.labkitTypeset = false;
+    mj.Hub.Register.StartupHook("End", () => { window.labkitTypeset = true; });
+  }
+  return window.labkitTypeset;
+}"""
+
+
 def what_a_reader_sees(out: Path, pages: list, formula_page: str | None = None) -> list[str]:
     """Each page in headless Chromium: it loads, every image appears, no markdown markup is
     left as text, every link on it leads to a file (and its anchor, when it names one), the
@@ -132,8 +146,7 @@ def what_a_reader_sees(out: Path, pages: list, formula_page: str | None = None) 
             page = chromium.new_page()
             for entry in pages:
                 page.goto((out / entry.path).as_uri(), wait_until="load")
-                page.wait_for_function("() => !window.MathJax || !window.MathJax.Hub "
-                                       "|| window.MathJax.Hub.queue.running === 0", timeout=30000)
+                page.wait_for_function(TYPESET, timeout=60000)
                 images = page.eval_on_selector_all(
                     "img", "els => els.map(e => [e.complete && e.naturalWidth > 0, e.src.slice(0, 60)])")
                 problems += [f"{entry.path}: an image does not show: {src}"
@@ -163,8 +176,7 @@ def what_a_reader_sees(out: Path, pages: list, formula_page: str | None = None) 
                     problems.append(f"{entry.path}: the language switch leads to {page.url}")
             if formula_page:
                 page.goto((out / formula_page).as_uri(), wait_until="load")
-                page.wait_for_function("() => window.MathJax && window.MathJax.Hub "
-                                       "&& window.MathJax.Hub.queue.running === 0", timeout=30000)
+                page.wait_for_function(TYPESET, timeout=60000)
                 if page.eval_on_selector_all(".MathJax, .MathJax_Display", "els => els.length") == 0:
                     problems.append(f"{formula_page}: MathJax typeset no formula")
         finally:
