@@ -2,6 +2,9 @@
 form, the bench plots and the lessons' side-by-side table held to it, and the cases that must fail:
 a row without its server, a figure that does not name it."""
 
+import re
+from pathlib import Path
+
 import matplotlib
 import pandas as pd
 import pytest
@@ -11,6 +14,8 @@ matplotlib.use("Agg")
 from labkit.bench import provenance  # noqa: E402
 from labkit.server.launch import ServerConfig  # noqa: E402
 from test_bench import fake_rows  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def two_servers() -> pd.DataFrame:
@@ -54,7 +59,7 @@ def test_caption_merges_slot_counts_per_server_in_both_languages(monkeypatch):
     assert en == ("measured on: labkit server 0.1.0 · -c 4096 -np 1/2 --no-kv-unified; "
                   "llama-server (xllamacpp 2026.10.11549) · -c 4096 -np 1/2 --no-kv-unified")
     monkeypatch.setenv("LABKIT_LANG", "zh-TW")
-    assert provenance.caption(rows).startswith("量測伺服器：labkit server 0.1.0")
+    assert provenance.caption(rows).startswith("量測於：labkit server 0.1.0")
     with pytest.raises(ValueError):
         provenance.caption(rows.iloc[:0])
 
@@ -137,3 +142,63 @@ def test_slot_gains_reads_each_server_against_its_own_one_slot():
     assert lab_en == "labkit server 0.1.0: total tok/s against its own 1 slot: 1 slot 1.00x, 2 slots 1.50x"
     assert ref_en.startswith("llama-server (xllamacpp 1.2):") and ref_en.endswith("2 slots 1.80x")
     assert "1.80" not in lab_en and lab_zh.endswith("2 槽 1.50 倍")
+
+
+# ------------------------------------------------------------------------------ the notebooks
+
+# A call that runs a server or labkit's engine, or reads llama.cpp's library, in a notebook cell:
+# what it produces is a live result, and says where it came from. The simulator's compare
+# (sim.experiments.compare) is not one.
+LIVE_CALL = re.compile(r"\b(launch|run_requests|engine_run|run_config|bench\.measure|roofline\.sweep|"
+                       r"kv_match_table|llama_server_burst|llama_server\.compare|prompt_cache\.compare|"
+                       r"seed_slots|kv_attention\.measure)\(")
+
+
+def unlabelled_live_cells(nb) -> list[str]:
+    """The code cells of ``nb`` that run something live with no ``caption(`` in them or in the
+    two code cells after them (where the table or plot of the result is shown)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return [c.get("id", f"cell {i}") for i, c in enumerate(code)
+            if LIVE_CALL.search(c.source) and not any("caption(" in d.source for d in code[i:i + 3])]
+
+
+def test_every_live_cell_of_every_notebook_prints_where_its_result_came_from():
+    import nbformat
+    from labkit.lang.editions import english_notebooks, twin
+    found = {}
+    for path in english_notebooks():
+        for p in (path, twin(path)):
+            if bad := unlabelled_live_cells(nbformat.read(p, as_version=4)):
+                found[str(p.relative_to(ROOT))] = bad
+    assert found == {}
+
+
+def test_the_notebook_rule_finds_a_live_cell_without_its_label():
+    import nbformat
+    v4 = nbformat.v4
+    sources = ["with launch(cfg) as srv:\n    rows = bench.run_config(srv, wl)",
+               "x = 1", "x = 2", "x = 3",
+               "ran = sim.experiments.compare(burst, {})",            # simulated: no label
+               "gauges, answers = llama_server.llama_server_burst(n=4)", "x = 4",
+               "print(caption(gauges))"]
+    nb = v4.new_notebook(cells=[v4.new_code_cell(s, id=f"c{i}") for i, s in enumerate(sources)])
+    assert unlabelled_live_cells(nb) == ["c0"]
+    nb.cells[1] = v4.new_code_cell("print(caption(rows))", id="c1")
+    assert unlabelled_live_cells(nb) == []
+
+
+def test_caption_reads_engine_runs_libllama_results_and_refuses_what_names_no_server(monkeypatch):
+    from labkit.engine import EngineConfig
+    from labkit.lessons.live import EngineRun
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    cfg = EngineConfig("model.gguf", n_ctx=2048, n_slots=4, cont_batching=False)
+    run = EngineRun(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {"n_slots": 4}, cfg)
+    text = provenance.caption(run)
+    assert text.startswith("measured on: labkit engine ") and "(llama-cpp-python " in text
+    assert text.endswith(" · -c 2048 -np 4 --no-cont-batching")
+    table = pd.DataFrame({"MiB": [1.0]})
+    table.attrs["measured_on"] = [provenance.libllama_name() + " · x.gguf, -c 512 -np 1"]
+    assert provenance.caption(table).startswith("measured on: llama.cpp (llama-cpp-python ")
+    for nameless in (pd.DataFrame({"MiB": [1.0]}), object(), 3.0, [""]):
+        with pytest.raises(ValueError):
+            provenance.caption(nameless)

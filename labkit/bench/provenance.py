@@ -15,6 +15,14 @@ A live result says which server measured it, in one form, in both languages:
   label in a table's first column, ``server``;
 - :func:`missing` lists the labels a figure's text lacks (tests/test_provenance.py holds the
   bench plots to it).
+
+Not every live result comes from a server. labkit's engine run in the notebook's own process
+(:class:`~labkit.engine.EngineConfig`) is labelled "labkit engine 0.1.0 (llama-cpp-python
+0.3.16)" with its flags, and a figure read from llama.cpp's library alone (the KV allocation of
+notebook 03) "llama.cpp (llama-cpp-python 0.3.16)": the llama.cpp a result comes from is then
+the one compiled into llama-cpp-python, whose version names it. A result keeps its labels in
+``attrs["measured_on"]`` (a DataFrame) or ``.config`` (an engine run), and :func:`caption` reads
+them there.
 """
 
 from __future__ import annotations
@@ -60,15 +68,35 @@ def flags(config) -> str:
         out.append("--kv-unified" if config.kv_unified else "--no-kv-unified")
     if config.kv_unified_per_slot is not None:
         out.append(f"--kv-unified-per-slot {config.kv_unified_per_slot}")
+    if getattr(config, "cont_batching", True) is False:
+        out.append("--no-cont-batching")
     ngl = getattr(config, "n_gpu_layers", None)
     if ngl not in (None, 0, "0"):
         out.append(f"-ngl {ngl}")
     return " ".join(out)
 
 
+def libllama_name() -> str:
+    """The llama.cpp this process runs, the one compiled into llama-cpp-python:
+    "llama.cpp (llama-cpp-python 0.3.16)"."""
+    return f"llama.cpp (llama-cpp-python {_version('llama-cpp-python') or '?'})"
+
+
+def engine_name() -> str:
+    """labkit's engine in this process, on that llama.cpp: "labkit engine 0.1.0
+    (llama-cpp-python 0.3.16)"."""
+    ver = _version("labkit")
+    return (f"labkit engine{' ' + ver if ver else ''} "
+            f"(llama-cpp-python {_version('llama-cpp-python') or '?'})")
+
+
 def label(config) -> str:
-    """The server and flags of ``config``: "labkit server 0.1.0 · -c 4096 -np 2 ..."."""
-    return f"{server_name(config.kind)}{SEP}{flags(config)}"
+    """The server and flags of ``config``: "labkit server 0.1.0 · -c 4096 -np 2 ...". An
+    :class:`~labkit.engine.EngineConfig` (no server ``kind``) is labkit's engine in this
+    process: "labkit engine 0.1.0 (llama-cpp-python 0.3.16) · -c 2048 -np 4"."""
+    kind = getattr(config, "kind", None)
+    name = server_name(kind) if kind else engine_name()
+    return f"{name}{SEP}{flags(config)}"
 
 
 def row_label(row) -> str:
@@ -100,16 +128,44 @@ def servers(rows) -> list[str]:
     return list(dict.fromkeys(row_label(r).split(SEP)[0] for _, r in rows.iterrows()))
 
 
-def caption(rows_or_configs) -> str:
-    """The line under a live table or plot, in the language in use: "measured on: <label>;
-    <label>". Takes bench rows (a DataFrame) or ServerConfigs."""
-    if hasattr(rows_or_configs, "iterrows"):
-        found = labels(rows_or_configs)
+def measured_on(source) -> list[str]:
+    """Every distinct label of ``source``, in order: a label itself (a string); a DataFrame's
+    ``attrs["measured_on"]``, else its bench rows' ``server`` and ``flags``; an object's own
+    ``measured_on``; an engine run's ``.config``; a config (server or engine); or a list of any of these. A source that names
+    no server is refused."""
+    if isinstance(source, str):
+        found = [source] if source.strip() else []
+    elif hasattr(source, "iterrows"):
+        kept = source.attrs.get("measured_on")
+        found = measured_on(kept) if kept else labels(source)
+    elif isinstance(getattr(source, "measured_on", None), (str, list)):
+        found = measured_on(source.measured_on)
+    elif hasattr(source, "n_ctx") and hasattr(source, "n_slots"):
+        found = [label(source)]
+    elif getattr(source, "config", None) is not None:
+        found = measured_on(source.config)
+    elif isinstance(source, (list, tuple)):
+        found = [lab for item in source for lab in measured_on(item)]
     else:
-        found = list(dict.fromkeys(label(c) for c in rows_or_configs))
+        raise ValueError(f"which server produced {type(source).__name__} is unknown")
+    return list(dict.fromkeys(found))
+
+
+def caption(source, plot: bool = False) -> str:
+    """The line under a live table or plot, in the language in use: "measured on: <label>;
+    <label>". Takes what :func:`measured_on` reads: bench rows, a result with its labels in
+    ``attrs``, an engine run, configs. ``plot=True``: the words for a figure, in English where
+    no CJK font can draw the Chinese (:func:`labkit.lang.fonts.label`)."""
+    found = measured_on(source)
     if not found:
         raise ValueError("nothing to label: no rows and no configs")
-    return pick("measured on: ", "量測伺服器：") + "; ".join(_merged(found))
+    words = ("measured on: ", "量測於：")
+    if plot:
+        from ..lang.fonts import label as drawn
+        head = drawn(*words)
+    else:
+        head = pick(*words)
+    return head + "; ".join(_merged(found))
 
 
 _NP = re.compile(r"-np (\S+)")
@@ -160,5 +216,5 @@ def missing(fig, rows) -> list[str]:
     return [s for s in servers(rows) if s not in text]
 
 
-__all__ = ["flags", "server_name", "label", "row_label", "labels", "servers", "caption", "labelled",
+__all__ = ["flags", "server_name", "engine_name", "libllama_name", "label", "measured_on", "row_label", "labels", "servers", "caption", "labelled",
            "figure_text", "missing", "SEP"]

@@ -272,4 +272,10 @@ def kv_match_table(model_path=None, n_ctxs=(512, 1000, 2048), kv_types=("f16", "
                 rows.append({"n_ctx asked": n_ctx, "cells (padded)": cells, "KV type": t,
                              "formula MiB": formula / MiB, "llama.cpp MiB": real / MiB,
                              "match": abs(formula - real) <= 0.005 * MiB + 1})
-    return pd.DataFrame(rows)
+    from ..bench.provenance import SEP, libllama_name
+    out = pd.DataFrame(rows)
+    ngl = f" -ngl {n_gpu_layers}" if n_gpu_layers else ""
+    from pathlib import Path
+    out.attrs["measured_on"] = [f"{libllama_name()}{SEP}{Path(str(path)).name}, "
+                                f"-c {'/'.join(map(str, n_ctxs))} -np 1{ngl}"]
+    return out

@@ -514,20 +514,23 @@ def sweep(batches=None, prompt_tokens: int | None = None, new_tokens: int | None
     cost = model_cost(path)
     m = m or machine()
     prompt = list(range(FIRST_PROMPT_TOKEN, FIRST_PROMPT_TOKEN + p))
-    rows, kept = [], []
+    rows, kept, configs = [], [], []
     load_before = os.getloadavg()[0]
     with ForeignCPU() as others:
         for b in batches:
             cfg = EngineConfig(path, n_ctx=b * kv.pad(p + n + 1), n_slots=b, kv_unified=False,
                                n_batch=max(2048, b * p), n_threads=n_threads,
                                n_gpu_layers=n_gpu_layers)
+            configs.append(cfg)
             steps = _pure_steps(lockstep_steps(cfg, prompt, b, n), b)
             rows += _phase_rows(m, cost, b, steps)
             kept.append(steps.assign(batch=b))
     df = pd.DataFrame(rows)
     df["ratio"] = df["measured_tok_s"] / df["predicted_tok_s"]
     df["ratio_no_overlap"] = df["measured_tok_s"] / df["no_overlap_tok_s"]
-    df.attrs.update(machine=m, cost=cost, prompt_tokens=p, new_tokens=n,
+    from ..bench.provenance import label
+    df.attrs.update(measured_on=[label(c) for c in configs], machine=m, cost=cost,
+                    prompt_tokens=p, new_tokens=n,
                     steps=pd.concat(kept, ignore_index=True),
                     load_before=load_before, load_after=os.getloadavg()[0],
                     other_cores=others.cores, threads=n_threads or usable_cores())
@@ -683,5 +686,8 @@ def plot(df):
     right.set_ylim(0, None)
     for axis in (left, right):
         axis.legend(fontsize=8, loc="upper left")
+    if df.attrs.get("measured_on"):
+        from ..bench.provenance import caption
+        fig.suptitle(caption(df, plot=True), fontsize=8, x=0.01, ha="left")
     fig.tight_layout()
     return fig

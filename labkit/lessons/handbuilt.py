@@ -41,6 +41,7 @@ class Run:
     texts: list[str]
     steps: list[Step]
     finish_reasons: list[str] | None = None
+    config: object = None                 # the engine's config, for a run of the engine
 
 
 def chat_tokens(model, vocab, questions: list[str]) -> list[list[int]]:
@@ -98,8 +99,8 @@ def engine_run(prompts: list[list[int]], n_slots: int, max_tokens: int, *,
     from ..machine.runenv import log_to_file
     log_to_file()
     params = SamplingParams(max_tokens=max_tokens, temperature=0, cache_prompt=False)
-    with Engine(engine_config(n_slots, n_ctx=n_ctx, n_batch=n_batch,
-                              model_path=model_path)) as eng:
+    config = engine_config(n_slots, n_ctx=n_ctx, n_batch=n_batch, model_path=model_path)
+    with Engine(config) as eng:
         # Queued together, so the first step sees all of them, as a batcher given the whole
         # list does.
         handles = eng.submit_many((p, params) for p in prompts)
@@ -109,7 +110,7 @@ def engine_run(prompts: list[list[int]], n_slots: int, max_tokens: int, *,
     steps = [((r[2] - r[1]) * 1e3, [(slot, index[req], action, n)
                                      for slot, action, n, req in r[10]])
              for r in records]
-    return Run([f.text for f in finals], steps, [f.finish_reason for f in finals])
+    return Run([f.text for f in finals], steps, [f.finish_reason for f in finals], config)
 
 
 def schedule(prompt_lens: list[int], n_slots: int, answer_lens: list[int] | int,

@@ -149,14 +149,19 @@ def measure(kinds=("labkit", "xllamacpp"), setup: Setup | None = None, *, seed: 
     fresh server. One row per request (see :func:`run_one`)."""
     import pandas as pd
     from .llama_server import REFERENCE, reference_installed
+    from ..bench.provenance import label
+    from .llama_server import _resolve
     setup = setup or Setup()
-    rows = []
+    rows, ran = [], []
     for kind in kinds:
         if kind == REFERENCE and not reference_installed():
             continue
         for unified in order:
             rows += run_one(kind, unified, setup, seed=seed, phases=phases)
-    return pd.DataFrame(rows)
+            ran.append(label(config(_resolve(kind), unified, setup)))
+    out = pd.DataFrame(rows)
+    out.attrs["measured_on"] = ran        # labkit.bench.provenance.caption reads it
+    return out
 
 
 def summary(rows):

@@ -85,10 +85,12 @@ def per_request(runs: dict, metric: str = "e2e"):
 
 class EngineRun:
     """What :func:`run_requests` saw: ``requests`` (one row each), ``steps`` (the engine's
-    step trace), ``slots`` (its slot trace, request ids renumbered 0..n-1) and ``facts``."""
+    step trace), ``slots`` (its slot trace, request ids renumbered 0..n-1), ``facts`` and the
+    ``config`` it ran."""
 
-    def __init__(self, requests, steps, slots, facts):
+    def __init__(self, requests, steps, slots, facts, config=None):
         self.requests, self.steps, self.slots, self.facts = requests, steps, slots, facts
+        self.config = config        # what produced it (labkit.bench.provenance.caption reads it)
 
     def slot_table(self):
         return self.slots
@@ -139,7 +141,7 @@ def run_requests(config, prompts, max_tokens, *, temperature: float = 0.0,
             "slot": int(g["slot"].first().get(i, -1)) if i in g.groups else None,
             "first_token_s": pre.get(i), "finish_s": g["t_end"].max().get(i),
         })
-    return EngineRun(pd.DataFrame(rows).set_index("request"), steps, slots, facts)
+    return EngineRun(pd.DataFrame(rows).set_index("request"), steps, slots, facts, config)
 
 
 # ---------------------------------------------------------------------------- startup facts

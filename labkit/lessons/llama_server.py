@@ -169,8 +169,9 @@ def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = N
     from ..models.files import describe
     if n_ctx_train is None:
         n_ctx_train = describe(with_hash=False).n_ctx_train
+    from ..bench.provenance import label
     kinds = [_resolve(k) for k in kinds if k != REFERENCE or reference_installed()]
-    rows = []
+    rows, ran = [], []
     for cfg in configs:
         want = predict(cfg, n_ctx_train)
         for kind in kinds:
@@ -189,7 +190,10 @@ def compare(configs, kinds=("labkit", REFERENCE), *, n_ctx_train: int | None = N
                          == (want["n_slots"], want["kv_unified"], want["n_ctx_slot"],
                              want["n_ctx_slot"], want["n_slots"]),
             })
-    return pd.DataFrame(rows)
+            ran.append(label(cfg.with_(kind=kind)))
+    out = pd.DataFrame(rows)
+    out.attrs["measured_on"] = ran        # labkit.bench.provenance.caption reads it
+    return out
 
 
 # ---------------------------------------------------------------------------- the seed's 1/2/4
@@ -339,9 +343,11 @@ def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx:
     import httpx
     import pandas as pd
 
+    from ..bench.provenance import label
     from ..server.launch import ServerConfig, launch
     answers, samples = [], []
-    with launch(ServerConfig(kind=kind, n_ctx=n_ctx, n_slots=n_slots, n_threads=1)) as srv:
+    config = ServerConfig(kind=kind, n_ctx=n_ctx, n_slots=n_slots, n_threads=1)
+    with launch(config) as srv:
         url = srv.base_url + "/completion"
         body = {"prompt": prompt, "n_predict": max_tokens, "temperature": 0.0,
                 "ignore_eos": True, "cache_prompt": False}
@@ -362,8 +368,9 @@ def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx:
             time.sleep(every_s)
         for th in threads:
             th.join()
-    return (pd.DataFrame(samples),
-            pd.DataFrame(answers).sort_values("request").set_index("request"))
+    gauges = pd.DataFrame(samples)
+    gauges.attrs["measured_on"] = [label(config)]
+    return gauges, pd.DataFrame(answers).sort_values("request").set_index("request")
 
 
 def prompt_estimate(config, prompts: dict, kinds=("labkit", REFERENCE)):

@@ -200,6 +200,13 @@ class Run:
     flags: str
     rows: object
     slots: list
+    config: object = None
+
+    @property
+    def measured_on(self) -> str:
+        """Its label, with every flag of :func:`flags` (labkit.bench.provenance.caption)."""
+        from ..bench.provenance import SEP, server_name
+        return f"{server_name(self.config.kind)}{SEP}{self.flags}"
 
 
 def flags(config) -> str:
@@ -244,7 +251,7 @@ def compare(base, work: Fleet, *, n_predict: int = 8, llama_server: str | None =
             rows, slots = run_fleet(srv, work, n_predict=n_predict)
         name = ls.SERVER_NAMES.get(cfg.kind, cfg.kind)
         version = _labkit_version() if cfg.kind == "labkit" else ls.describe()
-        out.append(Run(label, name, version, flags(cfg), rows, slots))
+        out.append(Run(label, name, version, flags(cfg), rows, slots, cfg))
     return out
 
 
