@@ -19,8 +19,8 @@ and the result's tables are built from that record. The loop, in words:
    one go. This is exact (each step's cost is still a + c n + d x attended, and
    attended grows by n per step; the prefill-attention term e is zero in a
    decode-only step) and it is what lets 100,000 requests run in seconds. With a
-   unified pool (``KVModel.pool_attention``) each of the n sequences attends over the
-   whole pool's used cells, so attended is n x pool and grows by n x n per step.
+   unified pool (``KVModel.pool_attention``) a step reads the whole pool's used cells,
+   idle slots' kept caches included, so attended is the pool and grows by n per step.
 4. Retire every sequence that has all its tokens, free its slot and KV, and
    (closed loop) let its client send the next request.
 
@@ -295,12 +295,12 @@ class _Engine:
             pairs += n * (job.cells + n / 2)
             chunks.append((job, n))
         held = attended                                      # the sequences' own cells
-        if self.kv.pool_attention:
-            # Unified KV: every querying sequence attends over the whole pool after this step
-            # (llama.cpp's n_kv), the other sequences' cells computed and masked out.
-            pool = self.kv.cells_used() + n_gen + n_pre
-            attended = (n_gen + len(chunks)) * pool
-            pairs = sum(n * (pool - n / 2) for _, n in chunks)
+        if self.kv.pool_attention and n_gen:
+            # Unified KV: a decoding sequence's attention spans the whole pool after this step
+            # (llama.cpp's n_kv), the other sequences' cells masked out; charged as the pool's
+            # cells once for the batch. A prompt's tokens pay their own pairs only: llama.cpp's
+            # flash attention skips a tile whose cells are all masked (ggml-cpu's ops.cpp).
+            attended = max(held, self.kv.cells_used() + n_gen + n_pre)
         dur = a + b * n_pre + c * n_gen + d * attended + self.e * pairs
         t0 = self.now
         self.now = t0 + dur
@@ -356,13 +356,12 @@ class _Engine:
         n = len(self.gen)
         held = self.sum_base + n * (G + 1)                 # the sequences' own cells
         if self.kv.pool_attention:
-            # Unified KV: each of the n sequences attends over the whole pool, which grows
-            # by n cells a step.
-            attended = n * (self.kv.cells_used() + n)
-            growth = n * n
+            # Unified KV: the step reads the whole pool once, idle slots' kept cells included;
+            # the pool grows by n cells a step.
+            attended = self.kv.cells_used() + n
         else:
             attended = held                                # cells after the first step
-            growth = n                                     # each later step attends n more cells
+        growth = n                                         # each later step attends n more cells
         first = a + c * n + d * attended                   # cost of the first step
         beta = d * growth
         if self.events and self._arrival_matters():

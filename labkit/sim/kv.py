@@ -21,8 +21,9 @@ is shared between the tables (slots, 窗口) changes what happens under load:
   Attention in a unified pool runs over the whole pool: llama.cpp views the one
   stream's used cells (``n_kv``, from ``llama_kv_cache::get_n_kv``) for every
   sequence and masks the other sequences' cells out (``set_input_kq_mask``), so
-  each querying sequence is charged every used cell of the pool, idle slots'
-  kept caches included (``pool_attention=True``, the default;
+  a step is charged every used cell of the pool, read once for the whole batch,
+  idle slots' kept caches included, and its prompt tokens' scores against the
+  other sequences' cells (``pool_attention=True``, the default;
   ``pool_attention=False`` is the earlier charging, each sequence its own cells).
 - :class:`PagedKV`: vLLM-style blocks of ``block_size`` cells, allocated as
   sequences grow; when none is left, the youngest sequence is preempted and
@@ -226,9 +227,9 @@ class UnifiedKV(KVModel):
             (prompt plus all future tokens must fit).
         on_full: ``"fail"`` or ``"preempt"`` the youngest sequence when the pool
             runs dry during generation (only reachable with optimistic admission).
-        pool_attention: charge each querying sequence's attention over every used cell
-            of the pool, as llama.cpp computes it (True, the default), or over its own
-            cells only (False: the earlier charging, kept to compare).
+        pool_attention: charge a step's attention over every used cell of the pool,
+            as llama.cpp views it (True, the default), or over the sequences' own cells
+            only (False: the earlier charging, kept to compare).
     """
 
     kind = "unified"
