@@ -172,3 +172,21 @@ def test_prompt_estimate_is_the_count_the_server_uses_and_a_full_slot_is_refused
     assert (big["status"] == 400).all() and (big["room for the answer"] <= 0).all()
     assert big["prompt_tokens"].isna().all()
     assert got.groupby("prompt")["estimated tokens"].nunique().eq(1).all()
+
+
+def test_seed_server_carries_the_seeds_flags_and_typed_writes_them_as_typed(monkeypatch):
+    from types import SimpleNamespace
+    monkeypatch.setattr(llama_server, "reference_kind", lambda: "xllamacpp")
+    mine = ServerConfig(n_ctx=2048, n_slots=1, kv_unified=False)
+    seed = llama_server.seed_server(mine)
+    text = llama_server.typed(SimpleNamespace(config=seed, model_path="/m/x.gguf", port=8080))
+    assert text.startswith("llama-server -m /m/x.gguf -c 2048 -np 1 --no-kv-unified -b 512 -ub 128 ")
+    for flag in ("-sm none", "-mg 0", "--cont-batching", "-a local", "--no-context-shift",
+                 "--fit off", "-ctk f16", "-ctv f16", "--metrics", "--slots"):
+        assert f" {flag}" in text
+    assert "labkit.server" not in text
+    # its failing case: labkit's own config has neither the seed's batch sizes nor its alias
+    plain = llama_server.typed(SimpleNamespace(config=mine, model_path="/m/x.gguf", port=8080))
+    assert "-b 512" not in plain and "-a local" not in plain and "-sm none" not in plain
+    monkeypatch.setattr(llama_server, "reference_kind", lambda: None)
+    assert llama_server.seed_server(mine) is None

@@ -3,9 +3,10 @@
 In llama.cpp a unified KV buffer is one stream: the attention of every sequence in a batch
 views the stream's first ``n_kv`` cells, where ``n_kv`` is the highest used cell plus one,
 padded to 256 (``llama_kv_cache::get_n_kv`` in src/llama-kv-cache.cpp), and the cells of the
-other sequences are masked out (``set_input_kq_mask``): computed, then thrown away. With split
-KV (``--no-kv-unified``) every sequence has its own stream, so its attention runs over its own
-cells only. :func:`n_kv` is that rule as arithmetic.
+other sequences are masked out (``set_input_kq_mask``): without flash attention computed, then
+thrown away; with it (ggml's CPU kernel) passed over, the loop still running over all ``n_kv``
+cells. With split KV (``--no-kv-unified``) every sequence has its own stream, so its attention
+runs over its own cells only. :func:`n_kv` is that rule as arithmetic.
 
 :func:`measure` starts one server per (server kind, KV mode) with ``-np 4`` and
 ``cache_prompt`` on, and runs four phases in order on it, each request a ``/completion`` of

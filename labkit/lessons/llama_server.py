@@ -127,6 +127,34 @@ def flags(config) -> str:
     return _flags(config)
 
 
+# ---------------------------------------------------------------------------- seed 000's command
+
+# The flags of seed 000's llama-server command (its section on starting one slot) that are not the
+# lesson's own choice of -c, -np, the KV mode and -ngl:
+#   llama-server -m MODEL --alias local --host 127.0.0.1 --port 8080 --split-mode none
+#     --main-gpu 0 -ngl all --fit off -c 16384 -np 1 --no-kv-unified --cont-batching
+#     --no-context-shift -b 512 -ub 128 -ctk f16 -ctv f16 --metrics --slots --log-file split-p1.log
+# (the launcher itself sets --host, --port, --metrics, --slots and the log file).
+SEED_FLAGS = {"alias": "local", "split_mode": "none", "main_gpu": 0, "fit": "off",
+              "cont_batching": True, "context_shift": False, "n_batch": 512, "n_ubatch": 128,
+              "type_k": "f16", "type_v": "f16"}
+
+
+def seed_server(config):
+    """``config`` (its -c, -np, KV mode and -ngl) with the rest of seed 000's flags, on the
+    llama-server there is here (:func:`reference_kind`); None where none can start."""
+    kind = reference_kind()
+    return None if kind is None else config.with_(kind=kind, **SEED_FLAGS)
+
+
+def typed(server) -> str:
+    """A running llama-server's command as a learner types it: ``llama-server`` and the flags it
+    was given (:meth:`labkit.server.launch.ServerConfig.args`), whatever program runs it here
+    (``python -m labkit.server.reference`` for the xllamacpp wheel, or a binary's path)."""
+    import shlex
+    return "llama-server " + shlex.join(server.config.args(server.model_path, server.port))
+
+
 def pool_lines(log: str) -> list[str]:
     """The log lines about slots, the pool and the per-slot cap, without their timestamps."""
     keep = []

@@ -98,6 +98,14 @@ ROWS: tuple[Row, ...] = (
            "(llama-cpp-python, xllamacpp), whose versions the recipe records"),
     R("000", "start one slot, wait for /health, keep /props and /slots, read the startup log",
       "live on labkit", ["00:c12"], ["srv.props()"], ["launch"], kind="procedure"),
+    R("000", "the seed's llama-server command with every flag written out (--alias local "
+      "--split-mode none -ngl all --fit off -c -np 1 --no-kv-unified --cont-batching "
+      "--no-context-shift -b 512 -ub 128 -ctk f16 -ctv f16 --metrics --slots)",
+      "live on llama-server", ["00:seedcmd0", "00:seedcmd1"],
+      ["llama_server.seed_server", "llama_server.typed"], ["--no-context-shift", "-ub 128"],
+      ["--no-context-shift", "-ub 128"], kind="procedure",
+      note="run with this notebook's -c 2048 and -ngl (the seed has -c 16384 and -ngl all); "
+           "labkit.lessons.llama_server.SEED_FLAGS holds the rest"),
     R("000", "when every layer does not fit on the GPU: record the failure, then a smaller model "
       "or fewer layers (-ngl N) for every configuration; --fit off keeps unset arguments from "
       "being adjusted", "prose only", ["00:seedngl0"], [],
@@ -118,8 +126,9 @@ ROWS: tuple[Row, ...] = (
       ["first_token_s"], kind="procedure"),
     R("000", "the limits of the seed's stopwatch script: no cancellation, retry policy or tenant "
       "isolation; elapsed_s leaves out the wait for a free worker thread; a timed-out request "
-      "may still run on the server", "missing",
-      note="not said in any notebook; its place is beside the stopwatch in 05 §4"),
+      "may still run on the server", "prose only", ["05:seedwatch"], [],
+      ["cancellation", "retry", "elapsed_s", "wall_s"], ["取消", "重試", "elapsed_s", "wall_s"],
+      note="the seed's own caveats, beside the stopwatch in 05 §4"),
     R("000", "change the server's slots and the client's requests in flight together; a "
       "warm-up, a restart and three rotated rounds per configuration; cache_prompt false",
       "live on labkit", ["05:9bdc6821"], ["rounds"], ["configs"], kind="procedure"),
