@@ -87,12 +87,13 @@ def _graph_runs(model, *, n_seq: int, unified: bool, n_ubatch: int, parts) -> in
 
 
 def test_one_llama_decode_runs_the_model_once_per_micro_batch(model):
-    """A step reads the weights once per micro-batch, not once per llama_decode: a 2048-token
-    prompt at -ub 512 runs the graph four times. With split KV a micro-batch takes the same
-    number of tokens from each sequence in it (llama_batch_allocr::split_equal), so one
-    decode token beside a 35-token prompt runs twice (1 + 1, then 34); unified KV, once."""
-    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=512, parts=[(0, 2048, 0)]) == 4
-    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=2048, parts=[(0, 2048, 0)]) == 1
+    """A step reads the weights once per micro-batch, not once per llama_decode: a 1024-token
+    prompt at -ub 256 runs the graph four times (as a 2048-token one at -ub 512 does). With
+    split KV a micro-batch takes the same number of tokens from each sequence in it
+    (llama_batch_allocr::split_equal), so one decode token beside a 35-token prompt runs twice
+    (1 + 1, then 34); unified KV, once."""
+    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=256, parts=[(0, 1024, 0)]) == 4
+    assert _graph_runs(model, n_seq=1, unified=False, n_ubatch=1024, parts=[(0, 1024, 0)]) == 1
     mixed = [(0, 1, 10), (1, 35, 0)]
     assert _graph_runs(model, n_seq=2, unified=True, n_ubatch=512, parts=mixed) == 1
     assert _graph_runs(model, n_seq=2, unified=False, n_ubatch=512, parts=mixed) == 2
