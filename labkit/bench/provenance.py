@@ -131,8 +131,8 @@ def servers(rows) -> list[str]:
 def measured_on(source) -> list[str]:
     """Every distinct label of ``source``, in order: a label itself (a string); a DataFrame's
     ``attrs["measured_on"]``, else its bench rows' ``server`` and ``flags``; an object's own
-    ``measured_on``; an engine run's ``.config``; a config (server or engine); or a list of any of these. A source that names
-    no server is refused."""
+    ``measured_on``; an engine run's ``.config``; a config (server or engine); or a list of
+    any of these. A source that names no server is refused."""
     if isinstance(source, str):
         found = [source] if source.strip() else []
     elif hasattr(source, "iterrows"):
@@ -192,7 +192,7 @@ def labelled(table, rows=None):
         col = [row_label(r) for _, r in out.iterrows()]
         out = out.drop(columns=["server"])
     elif rows is not None:
-        col = [caption(rows).split(": ", 1)[-1].split("：", 1)[-1]] * len(out)
+        col = ["; ".join(_merged(measured_on(rows)))] * len(out)
     else:
         raise ValueError("a live table without a 'server' column or rows to read it from")
     out.insert(0, "server", col)
@@ -216,5 +216,6 @@ def missing(fig, rows) -> list[str]:
     return [s for s in servers(rows) if s not in text]
 
 
-__all__ = ["flags", "server_name", "engine_name", "libllama_name", "label", "measured_on", "row_label", "labels", "servers", "caption", "labelled",
-           "figure_text", "missing", "SEP"]
+__all__ = ["flags", "server_name", "engine_name", "libllama_name", "label", "measured_on",
+           "row_label", "labels", "servers", "caption", "labelled", "figure_text", "missing",
+           "SEP"]

@@ -22,6 +22,7 @@ served in acceptable time is a separate question (notebook 01).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from ..models import catalog, kv
 from ..models.catalog import ModelShape
@@ -275,7 +276,6 @@ def kv_match_table(model_path=None, n_ctxs=(512, 1000, 2048), kv_types=("f16", "
     from ..bench.provenance import SEP, libllama_name
     out = pd.DataFrame(rows)
     ngl = f" -ngl {n_gpu_layers}" if n_gpu_layers else ""
-    from pathlib import Path
     out.attrs["measured_on"] = [f"{libllama_name()}{SEP}{Path(str(path)).name}, "
                                 f"-c {'/'.join(map(str, n_ctxs))} -np 1{ngl}"]
     return out

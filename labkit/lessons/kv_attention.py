@@ -149,9 +149,8 @@ def measure(kinds=("labkit", "xllamacpp"), setup: Setup | None = None, *, seed: 
     here and is left out where none can start), split then unified (``order``), each on a
     fresh server. One row per request (see :func:`run_one`)."""
     import pandas as pd
-    from .llama_server import REFERENCE, reference_installed
     from ..bench.provenance import label
-    from .llama_server import _resolve
+    from .llama_server import REFERENCE, _resolve, reference_installed
     setup = setup or Setup()
     rows, ran = [], []
     for kind in kinds:

@@ -271,8 +271,9 @@ def side_by_side(result, ttft_threshold_s: float = 10.0):
 def slot_gains(side) -> list[tuple[str, str]]:
     """One sentence per server of a :func:`side_by_side` table, (English, Chinese): its total
     tok/s at each slot count against its own 1-slot run, read from the table."""
+    from ..bench.provenance import SEP
     out = []
-    names = side["server"].str.split(" · ").str[0]
+    names = side["server"].str.split(SEP).str[0]
     for name in dict.fromkeys(names):
         g = side[names == name]
         parts = [(int(r.slots), r.tok_s_vs_1_slot) for r in g.itertuples()

@@ -21,9 +21,10 @@ is shared between the tables (slots, 窗口) changes what happens under load:
   Attention in a unified pool runs over the whole pool: llama.cpp views the one
   stream's used cells (``n_kv``, from ``llama_kv_cache::get_n_kv``) for every
   sequence and masks the other sequences' cells out (``set_input_kq_mask``), so
-  a step is charged every used cell of the pool, read once for the whole batch,
-  idle slots' kept caches included, and its prompt tokens' scores against the
-  other sequences' cells (``pool_attention=True``, the default;
+  a step in which some sequence decodes is charged every used cell of the pool,
+  read once for the whole batch, idle slots' kept caches included; a prompt pays
+  its own attention pairs only, since llama.cpp's flash attention skips a tile of
+  masked cells (``pool_attention=True``, the default;
   ``pool_attention=False`` is the earlier charging, each sequence its own cells).
 - :class:`PagedKV`: vLLM-style blocks of ``block_size`` cells, allocated as
   sequences grow; when none is left, the youngest sequence is preempted and
