@@ -51,7 +51,7 @@ def limit(monkeypatch):
 #: The worked answers of the code exercises that need no model, and how many seeds each is
 #: tried on (5.7 takes two timetables of about a second each).
 WORKED = {"1.7": ("01_restaurant.py", 12), "3.7": ("03_kv_bytes.py", 12),
-          "4.8": ("04_split_vs_unified.py", 12), "5.7": ("05_slots_live.py", 2)}
+          "4.6": ("04_split_vs_unified.py", 12), "5.7": ("05_slots_live.py", 2)}
 
 
 @pytest.mark.parametrize("ex_id, n", [(i, n) for i, (_, k) in WORKED.items() for n in range(k)])
@@ -197,27 +197,27 @@ def test_3_7_a_failing_drawn_case_is_named(seed):
 
 def test_4_8_calling_kv_is_refused():
     from labkit.models import kv
-    wrong("4.8", lambda c, np, u, t: kv.server_slot_context(c, np, u, n_ctx_train=t).n_ctx_slot,
+    wrong("4.6", lambda c, np, u, t: kv.server_slot_context(c, np, u, n_ctx_train=t).n_ctx_slot,
           "labkit.models.kv.server_slot_context", "padding to 256 cells")
 
     def through_the_facade(c, np, unified, n_ctx_train):
         from labkit.notebook import kv
         return kv.slot_context(c or n_ctx_train, np, unified, n_ctx_train=n_ctx_train).n_ctx_slot
-    wrong("4.8", through_the_facade, "labkit.models.kv.slot_context")
+    wrong("4.6", through_the_facade, "labkit.models.kv.slot_context")
 
     def dotted(c, np, unified, n_ctx_train):
         import labkit.models.kv
         return labkit.models.kv.server_slot_context(c, np, unified,
                                                     n_ctx_train=n_ctx_train).n_ctx_slot
-    wrong("4.8", dotted, "labkit.models.kv.server_slot_context")
+    wrong("4.6", dotted, "labkit.models.kv.server_slot_context")
 
     def by_default(c, np, unified, n_ctx_train, ref=kv.server_slot_context):
         return ref(c, np, unified, n_ctx_train=n_ctx_train).n_ctx_slot
-    wrong("4.8", by_default, "labkit.models.kv.server_slot_context")
+    wrong("4.6", by_default, "labkit.models.kv.server_slot_context")
 
     def helper(*a, **k):
         return kv.server_slot_context(*a, **k)
-    wrong("4.8", lambda c, np, u, t: helper(c, np, u, n_ctx_train=t).n_ctx_slot,
+    wrong("4.6", lambda c, np, u, t: helper(c, np, u, n_ctx_train=t).n_ctx_slot,
           "labkit.models.kv.server_slot_context")
 
 
@@ -225,20 +225,20 @@ def test_4_8_a_table_of_the_fixed_cases_fails_on_the_drawn_ones(seed):
     from labkit.exercises.ch04 import slot_cases
     table = {(c, n, u, t): want for c, n, u, t, want in slot_cases()}
     seed(4)
-    wrong("4.8", lambda c, np, u, t: table[(c, np, u, t)], "KeyError")
+    wrong("4.6", lambda c, np, u, t: table[(c, np, u, t)], "KeyError")
 
 
 def test_4_8_a_failing_drawn_case_is_named(seed):
-    answer = solution("04_split_vs_unified.py", "answer_4_8")
+    answer = solution("04_split_vs_unified.py", "answer_4_6")
     from labkit.exercises.ch04 import SLOT_CASES
     fixed = set(SLOT_CASES)
     seed(6)
-    wrong("4.8", lambda c, np, u, t: answer(c, np, u, t) + ((c, np, u, t) not in fixed),
+    wrong("4.6", lambda c, np, u, t: answer(c, np, u, t) + ((c, np, u, t) not in fixed),
           "first mismatch: c=", "llama-server reports")
 
 
 def test_4_8_a_string_is_wrong():
-    wrong("4.8", lambda c, np, u, t: "4096 cells", "return an int")
+    wrong("4.6", lambda c, np, u, t: "4096 cells", "return an int")
 
 
 # ---------------------------------------------------------------------------- 5.7
@@ -360,7 +360,7 @@ def _spin(*args):
         pass
 
 
-@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.8"])
+@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.6"])
 def test_a_hanging_function_is_stopped_at_the_limit(ex_id, limit, monkeypatch):
     limit(0.5)
     before = set(threading.enumerate())
@@ -377,7 +377,7 @@ def test_a_hanging_function_is_stopped_at_the_limit(ex_id, limit, monkeypatch):
 def test_a_function_blocked_in_c_code_is_left_behind_without_holding_the_check(limit):
     limit(0.3)
     started = time.perf_counter()
-    wrong("4.8", lambda c, np, u, t: time.sleep(2), "stopped after 0.3 s")
+    wrong("4.6", lambda c, np, u, t: time.sleep(2), "stopped after 0.3 s")
     assert time.perf_counter() - started < 1.5
 
 
@@ -454,7 +454,7 @@ NASTY = {
 
 
 @pytest.mark.parametrize("name", sorted(NASTY))
-@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.8", "7.5"])
+@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.6", "7.5"])
 def test_evaluate_never_raises_for_a_nasty_function(ex_id, name, limit):
     limit(2)
     result = evaluate(ex_id, NASTY[name])
@@ -493,7 +493,7 @@ def test_a_notebook_function_is_read_through_the_functions_it_calls():
 def test_every_refusal_is_said_in_chinese(monkeypatch):
     monkeypatch.setenv("LABKIT_LANG", "zh-TW")
     from labkit.models import kv
-    result = wrong("4.8", lambda c, np, u, t: kv.slot_context(c, np, u).n_ctx_slot,
+    result = wrong("4.6", lambda c, np, u, t: kv.slot_context(c, np, u).n_ctx_slot,
                    "你的函式呼叫了 labkit.models.kv.slot_context", "請自己寫出 llama-server 的規則")
     assert "labkit 自己對這題要你寫的東西的實作" in result.message
     from labkit.exercises.ch03 import chars_that_fit
@@ -511,7 +511,7 @@ def test_every_code_exercise_has_a_rule_or_is_known():
     """Each code exercise names what its answer may not call (7.5's key only the checks)."""
     from labkit.exercises import ch01, ch02, ch03, ch04, ch05, ch07
     codes = {i for i, ex in exercises.REGISTRY.items() if ex.kind == exercises.CODE}
-    assert codes == {"1.7", "2.3", "3.7", "4.8", "5.7", "7.5"}
+    assert codes == {"1.7", "2.3", "3.7", "4.6", "5.7", "7.5"}
     for rule in (ch01.NO_CONT_RULE, ch02.BATCHER_RULE, ch03.CHARS_RULE, ch04.SLOT_RULE,
                  ch05.TIMER_RULE, ch07.KEY_RULE):
         assert rule.blocks("labkit.exercises.ch01", "no_cont_steps")

@@ -56,11 +56,11 @@ def test_an_open_answer_is_recorded_in_chinese_too(monkeypatch):
 
 
 def test_15_unrelated_words_do_not_pass_5_6():
-    verdict = evaluate("5.6", UNRELATED_EN)
+    verdict = evaluate("5.2", UNRELATED_EN)
     assert verdict.status == WRONG and "quote your own figures" in verdict.message
 
 
-@pytest.mark.parametrize("ex_id", ["2.2", "5.6", "6.5"])
+@pytest.mark.parametrize("ex_id", ["2.2", "5.2", "6.5"])
 def test_unrelated_chinese_and_a_3_is_not_one_of_the_learners_figures(ex_id, monkeypatch):
     _said("decode-only steps, 2 slots busy: median 41.2 ms over 18 steps",
           "a step that read 35 prompt tokens: 127.6 ms")
@@ -70,7 +70,7 @@ def test_unrelated_chinese_and_a_3_is_not_one_of_the_learners_figures(ex_id, mon
     assert "你引用的數字（3）都不在這本筆記本顯示給你的結果裡" in verdict.message
 
 
-@pytest.mark.parametrize("ex_id", ["0.4", "3.6", "4.9", "5.6", "7.7"])
+@pytest.mark.parametrize("ex_id", ["0.4", "3.6", "4.9", "5.2", "7.7"])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_question_pasted_back_is_no_answer(ex_id, language):
     asked = exercises.REGISTRY[ex_id].question

@@ -81,8 +81,10 @@ def test_pictures_are_stored_smaller_and_still_pictures():
         assert im.size == (600, 400)
 
 
-@pytest.mark.parametrize("names, want", [(["05"], ["05_slots_live.ipynb"]),
-                                         (["zh-TW/05"], ["zh-TW/05_slots_live.ipynb"])])
+@pytest.mark.parametrize("names, want", [(["05"], ["05_roofline.ipynb", "05_slots_live.ipynb"]),
+                                         (["05_s"], ["05_slots_live.ipynb"]),
+                                         (["zh-TW/05"], ["zh-TW/05_roofline.ipynb",
+                                                         "zh-TW/05_slots_live.ipynb"])])
 def test_names_pick_notebooks_of_one_edition(names, want):
     got = [str(p.relative_to(outputs.NOTEBOOKS)) for p in outputs.notebooks(names)]
     assert got == want

@@ -32,8 +32,9 @@ RUNS_LABKIT = re.compile(r"\blaunch\(|\bbench\.run|\bengine_run\(|\bllama_decode
 @lru_cache(maxsize=None)
 def _cells(edition: str, nb: str) -> dict:
     folder = NOTEBOOKS if edition == "en" else NOTEBOOKS / "zh-TW"
-    [path] = folder.glob(f"{nb}_*.ipynb")
-    return {c.id: c for c in nbformat.read(path, as_version=4).cells}
+    paths = sorted(folder.glob(f"{nb}_*.ipynb"))      # a chapter's parts: 05_roofline, 05_slots_live
+    assert paths, f"no notebook {nb}_*.ipynb"
+    return {c.id: c for path in paths for c in nbformat.read(path, as_version=4).cells}
 
 
 def problems(row) -> list[str]:
@@ -168,3 +169,12 @@ def test_a_stale_readme_is_named(tmp_path):
     readme.write_text(text.replace("| live on llama-server |", "| live on labkit |", 1),
                       encoding="utf-8")
     assert seed_audit.current_section(readme.read_text(encoding="utf-8")) != seed_audit.render()
+
+
+def test_a_row_names_the_part_that_holds_its_cell():
+    """A chapter in parts: the table names the notebook a reader opens; a cell no part holds
+    keeps the chapter's number (and the row's check says that the cell is missing)."""
+    from labkit.lessons.seed_audit import part_of
+    assert part_of("05", "907bdfb1") == "05_roofline"
+    assert part_of("05", "9bdc6821") == "05_slots_live"
+    assert part_of("05", "no-such-cell") == "05"

@@ -31,7 +31,7 @@ def code(text):
 
 
 def test_both_editions_are_there():
-    assert len(NOTEBOOKS) == 20
+    assert len(NOTEBOOKS) == 24       # 12 per edition: chapters 04 and 05 come in two parts each
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -77,13 +77,25 @@ def test_chinese_prose_is_read_by_characters(tmp_path):
     assert st.header_line(s).startswith("**學習時間**：約 5 分鐘")
 
 
-def test_exercises_are_counted_by_kind_from_the_notebooks_number():
-    s = st.estimate(st.NOTEBOOKS / "05_slots_live.ipynb")
+def test_exercises_are_counted_by_kind_from_the_notebooks_own_checks():
+    """A chapter's exercises are spread over its parts: each part counts the ones it checks,
+    and the parts together count the chapter's, each once."""
     from labkit.exercises import REGISTRY
+    parts = [st.estimate(st.NOTEBOOKS / f"{stem}.ipynb") for stem in ("05_roofline", "05_slots_live")]
     ids = [i for i in REGISTRY if i.startswith("5.")]
-    assert sum(s.exercises.values()) == len(ids) > 0
-    assert s.exercise_min == sum(st.EXERCISE_MIN[REGISTRY[i].kind] for i in ids)
+    assert sum(sum(s.exercises.values()) for s in parts) == len(ids) > 0
+    assert sum(s.exercise_min for s in parts) == sum(st.EXERCISE_MIN[REGISTRY[i].kind] for i in ids)
+    assert parts[0].exercises == {OPEN: 1, CLOSED: 1}          # 5.1 and 5.2
     assert set(st.EXERCISE_MIN) == {CLOSED, OPEN, CODE}
+
+
+def test_an_exercise_named_only_in_prose_is_not_counted(tmp_path):
+    """The failing case: a notebook that mentions 5.7 without checking it has no exercise."""
+    path = _notebook(tmp_path, "99_x.ipynb", [md('Exercise 5.7: `check("5.7", timer)` in part 2.'),
+                                               code("answer = ...\n")])
+    assert st.estimate(path).exercises == {}
+    path = _notebook(tmp_path, "98_x.ipynb", [code('check("5.7", timer)\ncheck("5.7", timer)\n')])
+    assert st.estimate(path).exercises == {CODE: 1}
 
 
 def test_the_line_replaces_the_old_one_or_goes_before_the_machine_time():

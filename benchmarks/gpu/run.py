@@ -13,7 +13,7 @@ Stages, each leaving its files before the next one starts (a run cut short keeps
 5. **bench**: for each model and slot count, a fresh llama-server (the same build) measured by
    labkit's bench on the timing-only workload (the short set's prompts, 35-token answers,
    ``--requests`` of them): aggregate output tok/s, TTFT p50, sampled GPU memory;
-6. **notebooks**: the GPU branches of notebooks 00, 03 and 05, each executed top to bottom in
+6. **notebooks**: the GPU branches of notebooks 00, 03 and 05 (05_roofline and 05_slots_live), each executed top to bottom in
    its own Jupyter kernel (nbclient) with ``LABKIT_REQUIRE_GPU=1``, so a GPU cell that would be
    skipped is an error; run only where llama.cpp sees a GPU device (the compute path ``gpu``),
    the executed copies kept in ``notebooks/``;
@@ -44,7 +44,7 @@ REPO = HERE.parents[1]
 CARRY = HERE / "carry"
 MODELS = ("synthetic:smollm2-135m", "synthetic:llama-3.1-8b:q4_0")
 #: The notebooks with GPU branches (cells guarded by ``nb.skip_without_gpu``).
-NOTEBOOKS = ("00_setup", "03_kv_bytes", "05_slots_live")
+NOTEBOOKS = ("00_setup", "03_kv_bytes", "05_roofline", "05_slots_live")
 GUARD = re.compile(r"^\s*if .*skip_without_gpu\(", re.M)
 SLOTS = (1, 2, 4, 8, 16)
 BUILD_TARGETS = ("llama-server", "llama", "llama-common", "mtmd")

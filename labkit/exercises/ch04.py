@@ -104,14 +104,14 @@ def _auto(answer):
                        "拿你的三個數字，和 llama-server 印出的 -np auto 那一列比一比")
 
 
-# ---------------------------------------------------------------------------- 4.4 reserve
+# ---------------------------------------------------------------------------- 4.7 reserve
 
 def reserved_at_once(pool: int = 4096, prompt: int = 900, max_tokens: int = 500,
                      requests: int = 4) -> int:
     return min(requests, pool // (prompt + max_tokens))
 
 
-@exercise("4.4", Both("A unified pool of 4096 cells, reserve=True, four requests each with a "
+@exercise("4.7", Both("A unified pool of 4096 cells, reserve=True, four requests each with a "
                       "900-token prompt and max_tokens=500. How many run at the same time?",
                       "一個 4096 格的統一池，reserve=True，來了四個請求，每個的提示有 900 個 "
                       "token、max_tokens=500。同時有幾個在跑？"))
@@ -133,9 +133,9 @@ def _reserve(answer):
                        "reserve=True 只在一個請求可能用到的格子全都空著時，才把它接進來")
 
 
-# ---------------------------------------------------------------------------- 4.5 FAQ 5
+# ---------------------------------------------------------------------------- 4.4 FAQ 5
 
-@exercise("4.5", Both("-np 4 --kv-unified --kv-unified-per-slot 1536 for SmolLM2 (trained on 8192). "
+@exercise("4.4", Both("-np 4 --kv-unified --kv-unified-per-slot 1536 for SmolLM2 (trained on 8192). "
                       "How many KV cells does llama-server allocate without -c, and how many with "
                       "-c 4096? Answer (without, with).",
                       "SmolLM2（訓練上下文 8192 個 token）用 -np 4 --kv-unified "
@@ -165,9 +165,9 @@ def _per_slot_pool(answer):
                        "讀第 3 節 llama-server 日誌裡 `sizing KV pool` 那一行")
 
 
-# ---------------------------------------------------------------------------- 4.6 FAQ 6
+# ---------------------------------------------------------------------------- 4.5 FAQ 6
 
-@exercise("4.6", Both("llama-server -c 8192 -b 512 -ub 128 -np 2: how many requests does it serve "
+@exercise("4.5", Both("llama-server -c 8192 -b 512 -ub 128 -np 2: how many requests does it serve "
                       "at the same time?",
                       "llama-server -c 8192 -b 512 -ub 128 -np 2：它同時服務幾個請求？"))
 def _batch_is_not_slots(answer):
@@ -190,7 +190,7 @@ def _batch_is_not_slots(answer):
                        "三個旗標，三件不同的事：找出算槽位的那一個")
 
 
-# ---------------------------------------------------------------------------- 4.7 the pool runs out
+# ---------------------------------------------------------------------------- 4.8 the pool runs out
 
 POOL_OUTCOMES = {
     "all fail": ("every request fails", "all requests fail", "every request in flight fails",
@@ -204,7 +204,7 @@ POOL_OUTCOMES = {
 }
 
 
-@exercise("4.7", Both("Two requests generate at the same time in a 2-slot unified pool, and the pool "
+@exercise("4.8", Both("Two requests generate at the same time in a 2-slot unified pool, and the pool "
                       "runs out. What does llama-server do with them: 'all fail', 'newest fails', "
                       "'they wait' or 'truncated' (or 全部失敗 / 最新的失敗 / 等待 / 截斷)?",
                       "在一個 2 槽位的統一池裡，兩個請求同時在生成，然後池用光了。llama-server "
@@ -231,7 +231,7 @@ def _pool_runs_out(answer):
                        "數一數第 6 節 llama-server 那幾列有幾個 HTTP 500")
 
 
-# ---------------------------------------------------------------------------- 4.8 code: size a slot
+# ---------------------------------------------------------------------------- 4.6 code: size a slot
 
 # Cases in an order that meets one rule at a time: plain division, the training cap, padding,
 # then -c 0 (not given).
@@ -265,7 +265,7 @@ def drawn_slot_cases(rng, n: int = 16):
     return out
 
 
-#: 4.8 is the rule labkit.models.kv applies: its answer writes it out.
+#: 4.6 is the rule labkit.models.kv applies: its answer writes it out.
 SLOT_RULE = Rule(
     forbid=("labkit.models.kv",),
     instead=Both("Write llama-server's rules yourself: padding to 256 cells, split or unified, "
@@ -274,7 +274,7 @@ SLOT_RULE = Rule(
                  "上限，以及 -c 0。"))
 
 
-@exercise("4.8", Both("Write n_ctx_slot(c, np, unified, n_ctx_train) -> int: the per-slot context "
+@exercise("4.6", Both("Write n_ctx_slot(c, np, unified, n_ctx_train) -> int: the per-slot context "
                       "llama-server reports for -c c -np np (unified or split KV) and a model trained "
                       "on n_ctx_train tokens, -c 0 included.",
                       "寫出 n_ctx_slot(c, np, unified, n_ctx_train) -> int：對 -c c -np np"

@@ -12,7 +12,7 @@ from .learner_code import Rule, cases_rng, number, require_function
 from .quantities import quantity
 
 
-@exercise("5.1", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
+@exercise("5.3", Both("12 documents, 64-token answers each, a run wall time of 8 s: the output tok/s?",
                       "12 份文件，每個回答 64 個 token，整批的實際經過時間是 8 秒：輸出 tok/s 是多少？"))
 def _tok_s(answer):
     v = quantity(answer, "tok/s")
@@ -40,7 +40,7 @@ def _bool(answer) -> bool:
     raise ValueError(pick("answer True or False", "請回答 True 或 False（通過或不通過）"))
 
 
-@exercise("5.2", Both("Fits every document, every first token in time, 11 of 12 answers correct: "
+@exercise("5.4", Both("Fits every document, every first token in time, 11 of 12 answers correct: "
                       "does it pass?",
                       "每份文件都放得下、每個首字都準時，但 12 個答案只對了 11 個：這個配置算通過嗎？"))
 def _gates(answer):
@@ -61,7 +61,7 @@ GATES = {
 }
 
 
-@exercise("5.3", Both("-c 4096 -np 4 split KV, a 2048-token document: which gate fails?",
+@exercise("5.5", Both("-c 4096 -np 4 split KV, a 2048-token document: which gate fails?",
                       "-c 4096 -np 4、分割 KV，送進一份 2048 token 的文件：哪一關沒過？"))
 def _fits(answer):
     if choice(answer, GATES) == "fits context":
@@ -76,7 +76,7 @@ SPEEDS = {"slower": ("slow", "更慢", "較慢", "變慢", "慢"),
           "faster": ("fast", "更快", "較快", "變快", "快")}
 
 
-@exercise("5.4", Both("1.5x the total tok/s, 1.3x the median completion time: single requests "
+@exercise("5.6", Both("1.5x the total tok/s, 1.3x the median completion time: single requests "
                       "faster or slower?",
                       "總 tok/s 變成 1.5 倍，完成時間中位數變成 1.3 倍：單一請求變快還是變慢？"))
 def _slower(answer):
@@ -93,7 +93,7 @@ def _slower(answer):
 SPEED_TOLERANCE = 0.10
 
 
-@exercise("5.5", Both("From your measured memory bandwidth and the bytes one decode step reads, "
+@exercise("5.1", Both("From your measured memory bandwidth and the bytes one decode step reads, "
                       "predict one stream's decode tok/s (batch 1).",
                       "用你量到的記憶體頻寬，和一個解碼步驟要讀的位元組數，預測單一串流"
                       "（批次 1）的解碼 tok/s。"))
@@ -163,7 +163,7 @@ BANDWIDTH_RUBRIC = [
 ]
 
 open_question(
-    "5.6", Both("Open question: what do your numbers say about buying a GPU with more memory "
+    "5.2", Both("Open question: what do your numbers say about buying a GPU with more memory "
                 "against one with more memory bandwidth?",
                 "開放題：記憶體比較大的 GPU 和記憶體頻寬比較高的 GPU，你的數字說該買哪一張？"),
     BANDWIDTH_MODEL_ANSWER, BANDWIDTH_RUBRIC, min_words=15, needs_number=True)

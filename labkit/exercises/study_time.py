@@ -46,6 +46,7 @@ MACHINE_MARK = {"en": "**Machine time:**", "zh-TW": "**機器時間**："}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][\w'’.-]*")
 _CODE_WORD = re.compile(r"[A-Za-z_0-9]+")
+_CHECKED = re.compile(r"""\bcheck\(["'](\d+\.\d+)["']""")      # check("5.3", ...)
 # What prose shows but nobody reads word by word: links' targets, HTML comments.
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -53,7 +54,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 @dataclass(frozen=True)
 class StudyTime:
-    notebook: str            # "05"
+    notebook: str            # "05_slots_live"
     language: str            # "en" or "zh-TW"
     prose_words: int         # Latin words of the prose
     prose_cjk: int           # CJK characters of the prose
@@ -85,22 +86,21 @@ def _prose(text: str) -> str:
 
 
 def estimate(path: Path | str, language: str | None = None) -> StudyTime:
-    """The study time of one notebook file, its exercises read from the registry by the
-    notebook's number (exercise 5.3 belongs to notebook 05). The header's own study-time
-    line is not counted."""
+    """The study time of one notebook file, its exercises those its code cells check (a
+    chapter's exercises may be spread over its parts: 5.1 and 5.2 are checked in 05_roofline,
+    5.3 to 5.8 in 05_slots_live), their kinds read from the registry. The header's own
+    study-time line is not counted."""
     path = Path(path)
     language = language or ("zh-TW" if path.parent.name == "zh-TW" else "en")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     prose = "\n".join(_prose(_source(c)) for c in cells if c["cell_type"] == "markdown")
     prose = "\n".join(line for line in prose.splitlines() if STUDY_MARK[language] not in line)
     code = "\n".join(_source(c) for c in cells if c["cell_type"] == "code")
-    number = path.name[:2]
     kinds: dict = {}
-    if number.isdigit():
-        for ex in REGISTRY.values():
-            if ex.id.split(".")[0] == str(int(number)):
-                kinds[ex.kind] = kinds.get(ex.kind, 0) + 1
-    return StudyTime(number, language, len(_LATIN_WORD.findall(_CJK.sub(" ", prose))),
+    for ex_id in dict.fromkeys(_CHECKED.findall(code)):
+        kind = REGISTRY[ex_id].kind
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return StudyTime(path.stem, language, len(_LATIN_WORD.findall(_CJK.sub(" ", prose))),
                      len(_CJK.findall(prose)), len(_CODE_WORD.findall(code)), kinds)
 
 

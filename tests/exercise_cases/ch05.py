@@ -64,12 +64,12 @@ def _wrong_path(base_url, prompt):
 
 
 WRONG = {
-    "5.1": [8, 768, "12"],
-    "5.2": [True, "yes", "通過", "是"],
-    "5.3": ["ttft", "correct", "等待可接受", "交件正確", "首字等待", "答對"],
-    "5.4": ["faster", "更快", "變快"],
-    "5.5": [0, 1e9, "fast"],
-    "5.6": ["bandwidth", "a bigger GPU", 3],
+    "5.3": [8, 768, "12"],
+    "5.4": [True, "yes", "通過", "是"],
+    "5.5": ["ttft", "correct", "等待可接受", "交件正確", "首字等待", "答對"],
+    "5.6": ["faster", "更快", "變快"],
+    "5.1": [0, 1e9, "fast"],
+    "5.2": ["bandwidth", "a bigger GPU", 3],
     "5.7": [_first_chunk_timer, _chunk_counter, _whole_answer_timer, _wrong_path,
             lambda base_url, prompt: 1 / 0, (0.4, 0.7, 7)],
     "5.8": [35 / 3.35, 35 / 2.5, 35],
