@@ -104,7 +104,7 @@ def test_a_term_given_with_its_english_is_the_glossarys(path):
 
 
 def test_the_scheduling_notebook_names_the_policies_as_the_glossary_does():
-    text = _prose(editions.twin(editions.ROOT / "07_scheduling.ipynb"))
+    text = _prose(editions.twin(editions.ROOT / "07_policies.ipynb"))      # where the policies are taught
     for term in ("FIFO", "SJF", "priority", "fair share", "hybrid", "starvation"):
         assert glossary.lookup(term).chinese in text, term
 

@@ -70,7 +70,7 @@ def test_unrelated_chinese_and_a_3_is_not_one_of_the_learners_figures(ex_id, mon
     assert "你引用的數字（3）都不在這本筆記本顯示給你的結果裡" in verdict.message
 
 
-@pytest.mark.parametrize("ex_id", ["0.4", "3.6", "4.9", "5.2", "7.7"])
+@pytest.mark.parametrize("ex_id", ["0.4", "3.6", "4.9", "5.2", "7.4"])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_question_pasted_back_is_no_answer(ex_id, language):
     asked = exercises.REGISTRY[ex_id].question
@@ -80,8 +80,8 @@ def test_the_question_pasted_back_is_no_answer(ex_id, language):
 
 
 def test_the_question_with_a_line_added_is_still_the_question():
-    asked = exercises.REGISTRY["7.7"].question.en
-    verdict = evaluate("7.7", asked + " I would pick 35 s.")
+    asked = exercises.REGISTRY["7.4"].question.en
+    verdict = evaluate("7.4", asked + " I would pick 35 s.")
     assert verdict.status == WRONG and "the question's own words" in verdict.message
 
 
@@ -89,12 +89,12 @@ def test_an_answer_that_quotes_a_figure_of_the_notebook_says_which(monkeypatch):
     _said("SJF: 17 of 52 reports starved, longest wait 57.3 s; chat TTFT p90 1.02 s")
     answer = ("Aging kept both limits: the longest report waited about 57 s under SJF, so I deploy "
               "shortest-first with aging and cap the queue in front of the server.")
-    verdict = evaluate("7.7", answer)
+    verdict = evaluate("7.4", answer)
     assert verdict.status == ANSWERED
     assert "It quotes 57, one of your own figures (57.3 in this notebook's results)" \
         in verdict.message
     monkeypatch.setenv("LABKIT_LANG", "zh-TW")
-    assert "你引用了 57，是你自己的結果之一" in evaluate("7.7", answer).message
+    assert "你引用了 57，是你自己的結果之一" in evaluate("7.4", answer).message
 
 
 def test_an_answer_quoting_none_of_the_notebooks_figures_is_refused():

@@ -98,10 +98,10 @@ def test_a_rate_is_not_a_count():
 
 
 def test_a_count_takes_its_own_units_and_the_generic_counters():
-    verdict("7.3", "4 requests", CORRECT)
-    verdict("7.3", "4 個請求", CORRECT)
-    verdict("7.3", "4 個", CORRECT)
-    verdict("7.3", "4 slots", WRONG, "a number of slots", "a number of requests")
+    verdict("7.5", "4 requests", CORRECT)
+    verdict("7.5", "4 個請求", CORRECT)
+    verdict("7.5", "4 個", CORRECT)
+    verdict("7.5", "4 slots", WRONG, "a number of slots", "a number of requests")
 
 
 def test_a_pair_reads_each_of_its_numbers():

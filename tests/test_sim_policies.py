@@ -135,3 +135,16 @@ def test_service_runs_solo_needs_its_streams_chat_needs_more():
     assert solo.loc[1, "queue_wait_max"] > 1.0 > solo.loc[2, "queue_wait_max"]
     assert chat.loc[2, "ttft_p90"] > 5 * chat.loc[8, "ttft_p90"]
     assert chat.loc[8, "stream_tok_s"] < chat.loc[1, "stream_tok_s"]
+
+
+def test_the_evening_is_one_recipe_with_or_without_people():
+    """Notebook 07's evening, in both parts: the same 200 requests; with ``people`` they also
+    carry two users and two priorities, and nothing else changes."""
+    from labkit.sim import experiments as ex
+    plain, people = ex.evening(), ex.evening(people=True)
+    assert len(plain) == len(people) == 200
+    assert {r.output_tokens for r in plain} == {ex.SHORT_TOKENS, ex.LONG_TOKENS}
+    assert [(r.arrival, r.prompt_tokens, r.output_tokens) for r in plain] == \
+        [(r.arrival, r.prompt_tokens, r.output_tokens) for r in people]
+    assert {r.user for r in people} == {"a", "b"} and {r.priority for r in people} == {0, 1}
+    assert len({r.user for r in plain}) == 1 and {r.priority for r in plain} == {0}

@@ -65,7 +65,7 @@ def queue_refusals(n: int = 10, slots: int = 2, max_queue: int = 4) -> int:
     return max(0, n - slots - max_queue)
 
 
-@exercise("7.3", Both("A labkit server with 2 idle slots and a bounded queue of 4 (labkit's own "
+@exercise("7.5", Both("A labkit server with 2 idle slots and a bounded queue of 4 (labkit's own "
                       "--max-queue 4) receives 10 requests at the same moment. How many are "
                       "refused at once (HTTP 503)?",
                       "一台 labkit 伺服器有 2 個閒置的槽位，佇列上限是 4（labkit 自己的 "
@@ -91,7 +91,7 @@ UP = ("up", "rises", "rise", "higher", "increases", "faster", "goes up", "上升
       "變高", "增加", "變多", "會上升")
 
 
-@exercise("7.4", Both("The server is already saturated (the queue never empties). You double the "
+@exercise("7.6", Both("The server is already saturated (the queue never empties). You double the "
                       "slots. Does each stream's tok/s go up or down?",
                       "伺服器已經飽和（佇列從來沒清空過）。你把槽位加倍。每條串流的 tok/s 會上升"
                       "還是下降？（up 或 down，也可以寫上升或下降）"))
@@ -107,7 +107,7 @@ def _batch(answer):
     raise ValueError(pick("answer 'up' or 'down'", "請回答 up 或 down（或「上升」、「下降」）"))
 
 
-#: 7.5's answer is a key; it may not call the checks.
+#: 7.3's answer is a key; it may not call the checks.
 KEY_RULE = Rule(forbid=(), instead=Both("Write the key yourself, from request and now.",
                                         "請自己用 request 和 now 寫出這個鍵。"))
 #: Seconds the rush may take with the learner's key (about a second with a plain one).
@@ -121,7 +121,7 @@ def _is_key(k) -> bool:
     return isinstance(k, numbers.Real)
 
 
-@exercise("7.5", Both("Write key(request, now) for a scheduling policy that keeps the rush's short "
+@exercise("7.3", Both("Write key(request, now) for a scheduling policy that keeps the rush's short "
                       "answers quick (TTFT p90 within the limit) and starves no long request "
                       "(every one admitted within the starvation limit). The smallest key is "
                       "admitted first.",
@@ -196,7 +196,7 @@ def llama_server_refusals(n: int = 10, slots: int = 2) -> int:
     return 0
 
 
-@exercise("7.6", Both("The same 10 requests arrive at once at llama-server with 2 idle slots "
+@exercise("7.7", Both("The same 10 requests arrive at once at llama-server with 2 idle slots "
                       "(-np 2). How many does it refuse at once?",
                       "同樣 10 個請求同時送到有 2 個閒置槽位的 llama-server（-np 2）。它會立刻"
                       "拒絕幾個？"))
@@ -213,7 +213,7 @@ def _llama_server(answer):
 
 
 open_question(
-    "7.7",
+    "7.4",
     Both("You run the rush of section 2 for a team: short chat answers and long reports on one "
          "server. Which policy do you deploy, and with which setting? Decide from your own "
          "numbers: quote the longest wait of a long request and the short answers' TTFT p90 that "

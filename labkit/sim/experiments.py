@@ -6,8 +6,8 @@ notebooks' ready-made experiments.
   configurations), the data behind a throughput-latency curve.
 - :func:`restaurant_runs`, :func:`restaurant`, :func:`summarize`: one evening of
   guests through static, dynamic and continuous batching (notebook 01).
-- :func:`load_run`: one evening of short and long answers at an arrival rate, under a
-  scheduling policy (notebook 07).
+- :func:`evening`, :func:`load_run`: one evening of short and long answers at an arrival
+  rate, under a scheduling policy (notebook 07).
 - :func:`rush`, :func:`rush_run`, :func:`waits`, :func:`verdict`, :func:`rush_table`:
   sustained overload, starvation against one fixed limit, and the short answers' TTFT
   (notebook 07 and its policy exercise).
@@ -144,13 +144,30 @@ def restaurant_summary(**kw) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------- load (notebook 07)
 
+#: The two answer lengths of notebook 07's evening and rush: a chat answer and a report.
+SHORT_TOKENS, LONG_TOKENS = 32, 600
+
+
+# Notebook 07's evening: ``n`` requests arriving at ``rate`` a second (Poisson), prompts of
+# 64-512 tokens, answers of SHORT_TOKENS or, for ``long_share`` of them, LONG_TOKENS. With
+# ``people``, two users (``a`` sends 85 % of the requests) and two priorities (a fifth of the
+# requests urgent, priority 1). The notebook prints this function's source in either edition,
+# so its text is here, above it, and its body carries no English sentence.
+def evening(rate: float = 3.0, n: int = 200, long_share: float = 0.3, seed: int = 1,
+            people: bool = False) -> list[Request]:
+    extra = {}
+    if people:
+        extra = {"users": {"a": 0.85, "b": 0.15}, "priority": {0: 0.8, 1: 0.2}}
+    return poisson(n, rate=rate, prompt=Uniform(64, 512),
+                   output=Choice([SHORT_TOKENS, LONG_TOKENS], [1 - long_share, long_share]),
+                   seed=seed, **extra)
+
+
 def load_run(rate: float = 2.0, slots: int = 4, policy: str = "fifo", n: int = 200,
              long_share: float = 0.3, seed: int = 1) -> dict:
-    """One simulated evening (short 32-token and long 600-token answers, prompts of 64-512
-    tokens) at ``rate`` requests/s: ``{"summary": SimResult.summary(), "run": SimResult}``."""
-    reqs = poisson(n, rate=rate, prompt=Uniform(64, 512),
-                   output=Choice([32, 600], [1 - long_share, long_share]), seed=seed)
-    run = simulate(reqs, slots=slots, policy=policy)
+    """One simulated :func:`evening` at ``rate`` requests/s: ``{"summary":
+    SimResult.summary(), "run": SimResult}``."""
+    run = simulate(evening(rate, n, long_share, seed), slots=slots, policy=policy)
     return {"summary": run.summary(), "run": run}
 
 
@@ -166,7 +183,7 @@ RUSH_COST = StepCost(a=6.7e-3, b=2.4e-4, c=3.7e-4, d=1.6e-7,
 STARVATION_BOUND_S = 40.0
 #: What the chat users of the rush will put up with: 90 % of short answers start within this.
 SHORT_TTFT_P90_LIMIT_S = 8.0
-SHORT_TOKENS, LONG_TOKENS, RUSH_PROMPT = 32, 600, 128
+RUSH_PROMPT = 128
 
 
 def rush(duration: float = 300.0, short_rate: float = 8.2, long_rate: float = 0.2,
