@@ -34,7 +34,7 @@ NESTED_TAGS = {"STRONG": "bold inside bold", "EM": "italics inside italics"}
 
 # Driven by default: one notebook per kind of control panel, English and Chinese both. The
 # default run leaves these notebooks' nbval run to CI when a browser is here (conftest.py).
-DRIVEN = ("01_restaurant.ipynb", "03_kv_bytes.ipynb", "05_slots_live.ipynb",
+DRIVEN = ("01_restaurant.ipynb", "03_kv_capacity.ipynb", "05_slots_live.ipynb",
           "08_capacity_planning.ipynb", "zh-TW/04_slot_context.ipynb",
           "zh-TW/07_scheduling.ipynb", "zh-TW/classroom.ipynb")
 

@@ -50,7 +50,7 @@ def limit(monkeypatch):
 
 #: The worked answers of the code exercises that need no model, and how many seeds each is
 #: tried on (5.7 takes two timetables of about a second each).
-WORKED = {"1.7": ("01_restaurant.py", 12), "3.7": ("03_kv_bytes.py", 12),
+WORKED = {"1.7": ("01_restaurant.py", 12), "3.4": ("03_kv_bytes.py", 12),
           "4.6": ("04_split_vs_unified.py", 12), "5.7": ("05_slots_live.py", 2)}
 
 
@@ -160,17 +160,17 @@ def test_1_7_a_string_with_a_unit_is_wrong():
 
 def test_3_7_passing_the_checks_reference_is_refused():
     from labkit.exercises.ch03 import chars_that_fit
-    wrong("3.7", chars_that_fit, "labkit.exercises.ch03.chars_that_fit",
+    wrong("3.4", chars_that_fit, "labkit.exercises.ch03.chars_that_fit",
           "the check's own reference")
-    wrong("3.7", lambda n, s, tok, a: chars_that_fit(n, s, tok, a),
+    wrong("3.4", lambda n, s, tok, a: chars_that_fit(n, s, tok, a),
           "labkit.exercises.ch03.chars_that_fit")
 
 
 def test_3_7_a_string_with_a_unit_is_wrong():
     def with_unit(n, s, tok, a):
         return f"{int((n - a) * len(s) / len(tok(s)))} characters"
-    wrong("3.7", with_unit, "should be a number", "'", "without a unit")
-    wrong("3.7", lambda n, s, tok, a: str(int((n - a) * len(s) / len(tok(s)))),
+    wrong("3.4", with_unit, "should be a number", "'", "without a unit")
+    wrong("3.4", lambda n, s, tok, a: str(int((n - a) * len(s) / len(tok(s)))),
           "should be a number")
 
 
@@ -178,7 +178,7 @@ def test_3_7_the_fixed_cases_alone_no_longer_pass(seed):
     from labkit.exercises.ch03 import CHARS_CASES, chars_that_fit
     known = {(n, s, a): chars_that_fit(n, s, tok, a) for n, s, tok, a in CHARS_CASES}
     seed(2)
-    wrong("3.7", lambda n, s, tok, a: known[(n, s, a)], "KeyError")
+    wrong("3.4", lambda n, s, tok, a: known[(n, s, a)], "KeyError")
 
 
 def test_3_7_a_failing_drawn_case_is_named(seed):
@@ -189,7 +189,7 @@ def test_3_7_a_failing_drawn_case_is_named(seed):
         right = int((n - a) * len(s) / len(tok(s)))
         return right if s in fixed else right + 50
     seed(9)
-    wrong("3.7", off_on_drawn, "The case: n_ctx_slot=", "sample=", "tokenize = one token per",
+    wrong("3.4", off_on_drawn, "The case: n_ctx_slot=", "sample=", "tokenize = one token per",
           "expected")
 
 
@@ -360,7 +360,7 @@ def _spin(*args):
         pass
 
 
-@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.6"])
+@pytest.mark.parametrize("ex_id", ["1.7", "3.4", "4.6"])
 def test_a_hanging_function_is_stopped_at_the_limit(ex_id, limit, monkeypatch):
     limit(0.5)
     before = set(threading.enumerate())
@@ -454,7 +454,7 @@ NASTY = {
 
 
 @pytest.mark.parametrize("name", sorted(NASTY))
-@pytest.mark.parametrize("ex_id", ["1.7", "3.7", "4.6", "7.3"])
+@pytest.mark.parametrize("ex_id", ["1.7", "3.4", "4.6", "7.3"])
 def test_evaluate_never_raises_for_a_nasty_function(ex_id, name, limit):
     limit(2)
     result = evaluate(ex_id, NASTY[name])
@@ -497,8 +497,8 @@ def test_every_refusal_is_said_in_chinese(monkeypatch):
                    "你的函式呼叫了 labkit.models.kv.slot_context", "請自己寫出 llama-server 的規則")
     assert "labkit 自己對這題要你寫的東西的實作" in result.message
     from labkit.exercises.ch03 import chars_that_fit
-    wrong("3.7", chars_that_fit, "檢查拿來和你的答案比對的參考答案")
-    wrong("3.7", lambda n, s, tok, a: "12 個字元", "應該是數字", "不要加單位")
+    wrong("3.4", chars_that_fit, "檢查拿來和你的答案比對的參考答案")
+    wrong("3.4", lambda n, s, tok, a: "12 個字元", "應該是數字", "不要加單位")
 
 
 def test_the_seed_is_drawn_by_the_check():
@@ -511,7 +511,7 @@ def test_every_code_exercise_has_a_rule_or_is_known():
     """Each code exercise names what its answer may not call (7.5's key only the checks)."""
     from labkit.exercises import ch01, ch02, ch03, ch04, ch05, ch07
     codes = {i for i, ex in exercises.REGISTRY.items() if ex.kind == exercises.CODE}
-    assert codes == {"1.7", "2.3", "3.7", "4.6", "5.7", "7.3"}
+    assert codes == {"1.7", "2.3", "3.4", "4.6", "5.7", "7.3"}
     for rule in (ch01.NO_CONT_RULE, ch02.BATCHER_RULE, ch03.CHARS_RULE, ch04.SLOT_RULE,
                  ch05.TIMER_RULE, ch07.KEY_RULE):
         assert rule.blocks("labkit.exercises.ch01", "no_cont_steps")

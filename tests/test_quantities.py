@@ -105,8 +105,8 @@ def test_a_count_takes_its_own_units_and_the_generic_counters():
 
 
 def test_a_pair_reads_each_of_its_numbers():
-    verdict("3.5", ("1638 cells", "6 格"), CORRECT, "read 1638 cells", "read 6 cells")
-    verdict("3.5", ("1638 s", 6), WRONG, "a time")
+    verdict("3.7", ("1638 cells", "6 格"), CORRECT, "read 1638 cells", "read 6 cells")
+    verdict("3.7", ("1638 s", 6), WRONG, "a time")
 
 
 @pytest.mark.parametrize("answer", ["3 furlongs", "a lot", "約莫一些"])

@@ -60,7 +60,7 @@ def conversations_24gib_q8() -> int:
                          tokens_per_conversation=8192).conversations
 
 
-@exercise("3.3", Both("With the capacity calculator: a 24 GiB GPU, Llama-3.1-8B Q4_K_M, 1 GiB "
+@exercise("3.5", Both("With the capacity calculator: a 24 GiB GPU, Llama-3.1-8B Q4_K_M, 1 GiB "
                       "overhead, q8_0 KV cache. How many 8192-token conversations fit at once?",
                       "用容量計算器：24 GiB 的 GPU、Llama-3.1-8B Q4_K_M、1 GiB 的額外開銷、"
                       "q8_0 的 KV 快取。同時放得下幾段 8192 個 token 的對話？"))
@@ -82,7 +82,7 @@ def _calc(answer):
                        "逐項對照題目檢查設定：GPU 的大小、模型、額外開銷、KV 型別，以及一段對話的長度")
 
 
-@exercise("3.4", Both(f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only "
+@exercise("3.6", Both(f"Llama-3.1-8B has {SEED_8B.n_head} query heads but only "
                       f"{SEED_8B.n_head_kv} KV heads (grouped-query attention). By what factor "
                       "would its KV cache grow if every query head kept its own keys and values?",
                       f"Llama-3.1-8B 有 {SEED_8B.n_head} 個查詢頭，卻只有 {SEED_8B.n_head_kv} 個 "
@@ -108,7 +108,7 @@ def unused_cells(held: int = 410) -> tuple[int, int]:
     return SPLIT_STRIPE - held, BLOCK * -(-held // BLOCK) - held
 
 
-@exercise("3.5", Both("Split KV gives each of 4 slots 2048 cells; paged KV uses blocks of 16 "
+@exercise("3.7", Both("Split KV gives each of 4 slots 2048 cells; paged KV uses blocks of 16 "
                       "cells. A request holds 410 cells. How many cells are reserved for it but "
                       "unused under split and under paged? Answer with a pair (split, paged).",
                       "分割 KV 給 4 個槽位各 2048 格；分頁 KV 用 16 格一塊的區塊。一個請求占了 "
@@ -140,7 +140,7 @@ def _unused(answer):
 
 
 open_question(
-    "3.6",
+    "3.3",
     Both("A support team in Taipei plans -c 16384 -np 4 (split KV) so that each customer can paste "
          "about 4,000 characters. Using your characters per token, will it fit? What would you "
          "measure before choosing -c?",
@@ -232,7 +232,7 @@ def drawn_chars_case(rng):
     return n_ctx_slot, sample, tokenize, rng.randint(0, n_ctx_slot // 2)
 
 
-#: 3.7's answer is arithmetic on the sample's own tokens: it may call the tokenize it is
+#: 3.4's answer is arithmetic on the sample's own tokens: it may call the tokenize it is
 #: handed, not labkit's reference nor its own counting of a context.
 CHARS_RULE = Rule(
     forbid=("labkit.engine.vocabulary",),
@@ -242,7 +242,7 @@ CHARS_RULE = Rule(
                  "再換算留給提示的 token 能放幾個字元。"))
 
 
-@exercise("3.7", Both("Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how "
+@exercise("3.4", Both("Write a function (n_ctx_slot, sample, tokenize, answer_tokens) -> int: how "
                       "many characters of text like `sample` fit in one slot, keeping "
                       "answer_tokens for the answer. `tokenize(text)` returns the text's list of "
                       "tokens.",
