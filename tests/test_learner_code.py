@@ -50,7 +50,7 @@ def limit(monkeypatch):
 
 #: The worked answers of the code exercises that need no model, and how many seeds each is
 #: tried on (5.7 takes two timetables of about a second each).
-WORKED = {"1.7": ("01_restaurant.py", 12), "3.4": ("03_kv_bytes.py", 12),
+WORKED = {"1.6": ("01_restaurant.py", 12), "3.4": ("03_kv_bytes.py", 12),
           "4.6": ("04_split_vs_unified.py", 12), "5.7": ("05_slots_live.py", 2)}
 
 
@@ -78,7 +78,7 @@ def test_1_7_calling_the_simulator_is_refused():
     def by_simulator(guests, slots, cost):
         run = sim.simulate(_requests(guests), slots=slots, cost=cost, batching="no_cont")
         return list(run.steps["dur_s"])
-    wrong("1.7", by_simulator, "labkit.sim.engine.simulate",
+    wrong("1.6", by_simulator, "labkit.sim.engine.simulate",
           "labkit's own implementation of what this exercise asks you to write",
           "start from run_by_hand")
 
@@ -86,18 +86,18 @@ def test_1_7_calling_the_simulator_is_refused():
         from labkit.notebook import sim as s
         return list(s.simulate(_requests(guests), slots=slots, cost=cost,
                                batching="no_cont").steps["dur_s"])
-    wrong("1.7", imported_inside, "labkit.sim.engine.simulate")
+    wrong("1.6", imported_inside, "labkit.sim.engine.simulate")
 
 
 def test_1_7_calling_the_checks_own_helper_is_refused():
     from labkit.exercises.ch01 import no_cont_steps
-    wrong("1.7", lambda guests, slots, cost: no_cont_steps(guests, slots),
+    wrong("1.6", lambda guests, slots, cost: no_cont_steps(guests, slots),
           "labkit.exercises.ch01.no_cont_steps", "the check's own reference")
 
     def hidden(guests, slots, cost):         # no name of it in the code: seen while it runs
         module = __import__("labkit.exercises." + "ch01", fromlist=["_"])
         return getattr(module, "no_cont" + "_steps")(guests, slots)
-    wrong("1.7", hidden, "labkit.exercises.ch01.no_cont_steps", "the check's own reference")
+    wrong("1.6", hidden, "labkit.exercises.ch01.no_cont_steps", "the check's own reference")
 
     def swallows(guests, slots, cost):       # catching the refusal does not undo it
         try:
@@ -105,7 +105,7 @@ def test_1_7_calling_the_checks_own_helper_is_refused():
                            "no_cont" + "_steps")(guests, slots)
         except BaseException:
             return [0.0]
-    wrong("1.7", swallows, "labkit.exercises.ch01.no_cont_steps")
+    wrong("1.6", swallows, "labkit.exercises.ch01.no_cont_steps")
 
 
 def test_1_7_a_labkit_helper_that_runs_the_simulator_is_named_as_the_way_there():
@@ -118,17 +118,17 @@ def test_1_7_a_labkit_helper_that_runs_the_simulator_is_named_as_the_way_there()
                              "prompt_tokens": [p for _, p, _ in guests],
                              "completion_tokens": [o for _, _, o in guests]})
         return list(planning.replay(rows, cost, slots).steps["dur_s"])
-    wrong("1.7", replayed, "labkit.sim.engine.simulate (through labkit.costs.planning.replay)")
+    wrong("1.6", replayed, "labkit.sim.engine.simulate (through labkit.costs.planning.replay)")
 
 
 def test_1_7_the_step_cost_handed_over_may_be_used(seed):
-    """1.7 hands the learner a StepCost (labkit.sim.cost): its methods are no exploit."""
-    answer = solution("01_restaurant.py", "answer_1_7")
+    """1.6 hands the learner a StepCost (labkit.sim.cost): its methods are no exploit."""
+    answer = solution("01_restaurant.py", "answer_1_6")
 
     def with_step_time(guests, slots, cost):
         return [d + 0 * cost.step_time(1, 1, 1) for d in answer(guests, slots, cost)]
     seed(7)
-    assert evaluate("1.7", with_step_time).status == CORRECT
+    assert evaluate("1.6", with_step_time).status == CORRECT
 
 
 def test_1_7_the_fixed_cases_alone_no_longer_pass(seed):
@@ -136,11 +136,11 @@ def test_1_7_the_fixed_cases_alone_no_longer_pass(seed):
     from labkit.exercises.ch01 import NO_CONT_CASES, no_cont_steps
     known = {repr(g): no_cont_steps(g, s) for g, s in NO_CONT_CASES}
     seed(11)
-    wrong("1.7", lambda guests, slots, cost: known[repr(guests)], "KeyError")
+    wrong("1.6", lambda guests, slots, cost: known[repr(guests)], "KeyError")
 
 
 def test_1_7_a_failing_drawn_case_is_named(seed):
-    answer = solution("01_restaurant.py", "answer_1_7")
+    answer = solution("01_restaurant.py", "answer_1_6")
     from labkit.exercises.ch01 import NO_CONT_CASES
 
     def right_on_fixed_only(guests, slots, cost):
@@ -148,11 +148,11 @@ def test_1_7_a_failing_drawn_case_is_named(seed):
         fixed = any(list(map(tuple, guests)) == [tuple(g) for g in c] for c, _ in NO_CONT_CASES)
         return steps if fixed else steps[:-1]
     seed(3)
-    wrong("1.7", right_on_fixed_only, "The case: guests=[", "the rule's")
+    wrong("1.6", right_on_fixed_only, "The case: guests=[", "the rule's")
 
 
 def test_1_7_a_string_with_a_unit_is_wrong():
-    wrong("1.7", lambda guests, slots, cost: ["0.014 s"], "should be a number",
+    wrong("1.6", lambda guests, slots, cost: ["0.014 s"], "should be a number",
           "without a unit")
 
 
@@ -360,7 +360,7 @@ def _spin(*args):
         pass
 
 
-@pytest.mark.parametrize("ex_id", ["1.7", "3.4", "4.6"])
+@pytest.mark.parametrize("ex_id", ["1.6", "3.4", "4.6"])
 def test_a_hanging_function_is_stopped_at_the_limit(ex_id, limit, monkeypatch):
     limit(0.5)
     before = set(threading.enumerate())
@@ -454,7 +454,7 @@ NASTY = {
 
 
 @pytest.mark.parametrize("name", sorted(NASTY))
-@pytest.mark.parametrize("ex_id", ["1.7", "3.4", "4.6", "7.3"])
+@pytest.mark.parametrize("ex_id", ["1.6", "3.4", "4.6", "7.3"])
 def test_evaluate_never_raises_for_a_nasty_function(ex_id, name, limit):
     limit(2)
     result = evaluate(ex_id, NASTY[name])
@@ -511,7 +511,7 @@ def test_every_code_exercise_has_a_rule_or_is_known():
     """Each code exercise names what its answer may not call (7.5's key only the checks)."""
     from labkit.exercises import ch01, ch02, ch03, ch04, ch05, ch07
     codes = {i for i, ex in exercises.REGISTRY.items() if ex.kind == exercises.CODE}
-    assert codes == {"1.7", "2.3", "3.4", "4.6", "5.7", "7.3"}
+    assert codes == {"1.6", "2.3", "3.4", "4.6", "5.7", "7.3"}
     for rule in (ch01.NO_CONT_RULE, ch02.BATCHER_RULE, ch03.CHARS_RULE, ch04.SLOT_RULE,
                  ch05.TIMER_RULE, ch07.KEY_RULE):
         assert rule.blocks("labkit.exercises.ch01", "no_cont_steps")

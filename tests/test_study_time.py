@@ -31,7 +31,7 @@ def code(text):
 
 
 def test_both_editions_are_there():
-    assert len(NOTEBOOKS) == 28       # 14 per edition: chapters 03, 04, 05 and 07 come in two parts each
+    assert len(NOTEBOOKS) == 30       # 15 per edition: chapters 01, 03, 04, 05 and 07 come in two parts each
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")

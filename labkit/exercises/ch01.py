@@ -202,7 +202,7 @@ def _step_ms(answer):
 
 
 open_question(
-    "1.6",
+    "1.7",
     Both("Seed 001 says continuous batching needs PagedAttention. From your live run, do you "
          "agree? What does PagedAttention add, and when would you want it?",
          "種子文章 001 說連續批次需要 PagedAttention。根據你自己這一輪的即時執行，你同意嗎？"
@@ -263,7 +263,7 @@ def no_cont_steps(guests, slots: int) -> list[float]:
     return [float(x) for x in run.steps["dur_s"]]
 
 
-#: 1.7 is the loop the simulator runs: its answer may use the step cost it is handed, never
+#: 1.6 is the loop the simulator runs: its answer may use the step cost it is handed, never
 #: the simulator.
 NO_CONT_RULE = Rule(
     forbid=("labkit.sim",), allow=("labkit.sim.cost", "labkit.sim.requests"),
@@ -277,7 +277,7 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x * 1e3:.4g} ms"
 
 
-@exercise("1.7", Both(
+@exercise("1.6", Both(
     "Write run_no_cont(guests, slots, cost): run_by_hand's loop, but a prompt is read only in a "
     "step where no slot is generating (llama.cpp --no-cont-batching). Return each step's duration.",
     "寫出 run_no_cont(guests, slots, cost)：沿用 run_by_hand 的迴圈，但只有在沒有任何槽位正在"

@@ -1,4 +1,5 @@
-"""Answers to the exercises of 01_restaurant.ipynb."""
+"""Answers to the exercises of chapter 01: 1.1 to 1.6 in 01_restaurant.ipynb (part 1), 1.7 in
+01_slot_engine.ipynb (part 2)."""
 
 from labkit.notebook import sim
 from labkit.notebook import experiments
@@ -30,19 +31,10 @@ answer_1_4 = 3 + 200
 _cost = sim.preset("rtx4090", "8b-q4")
 answer_1_5 = 1000 * (_cost.a + _cost.b * 200 + _cost.c * 3 + _cost.d * 1703 + _cost.e * 20_000)
 
-# 1.6: open; an answer of two or three sentences that quotes one of the run's figures (as the
-# notebook printed it, within rounding) is recorded, not graded, and the model answer and
-# rubric appear. One such answer:
-answer_1_6 = ("No. My engine read a new prompt in 2 of its 60 steps while the other slots kept "
-              "decoding, with a fixed stripe of 512 cells per slot and no pages, so continuous "
-              "batching is only scheduling between steps. PagedAttention hands out KV memory in "
-              "blocks as sequences grow, so less memory sits reserved and more sequences fit in "
-              "a batch; I would want it on a GPU with long, uneven requests.")
 
-
-# 1.7: run_by_hand with one rule changed: prompt chunks only when nobody is generating, so a
+# 1.6: run_by_hand with one rule changed: prompt chunks only when nobody is generating, so a
 # newcomer's prompt waits until every seated guest has finished their answer.
-def answer_1_7(guests, slots, cost, n_batch=2048):
+def answer_1_6(guests, slots, cost, n_batch=2048):
     t, waiting, seated, steps = 0.0, sorted(guests), [], []
     while waiting or seated:
         while waiting and waiting[0][0] <= t and len(seated) < slots:
@@ -72,3 +64,13 @@ def answer_1_7(guests, slots, cost, n_batch=2048):
             g["answer_left"] -= g["prompt_left"] == 0
         seated = [g for g in seated if g["answer_left"] > 0]
     return steps
+
+
+# 1.7: open; an answer of two or three sentences that quotes one of the run's figures (as the
+# notebook printed it, within rounding) is recorded, not graded, and the model answer and
+# rubric appear. One such answer:
+answer_1_7 = ("No. My engine read a new prompt in 2 of its 60 steps while the other slots kept "
+              "decoding, with a fixed stripe of 512 cells per slot and no pages, so continuous "
+              "batching is only scheduling between steps. PagedAttention hands out KV memory in "
+              "blocks as sequences grow, so less memory sits reserved and more sequences fit in "
+              "a batch; I would want it on a GPU with long, uneven requests.")

@@ -8,12 +8,12 @@ def _without_the_changed_line():
     import runpy
     from pathlib import Path
     solutions = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "01_restaurant.py"
-    source = inspect.getsource(runpy.run_path(str(solutions))["answer_1_7"])
+    source = inspect.getsource(runpy.run_path(str(solutions))["answer_1_6"])
     changed = 'if g["prompt_left"] and budget > 0 and not decoding:'
     assert changed in source, "the worked answer no longer has the line this case undoes"
     namespace = {}
     exec(source.replace(changed, 'if g["prompt_left"] and budget > 0:'), namespace)
-    return namespace["answer_1_7"]
+    return namespace["answer_1_6"]
 
 
 _continuous = _without_the_changed_line()
@@ -34,9 +34,9 @@ WRONG = {
     # seconds instead of ms; without the attended cells; without the prompt pairs
     "1.5": [0.0569, 56.6 - 0.278, 56.88 - 0.159, 120],
     # too short; no figure from the run
-    "1.6": ["no, it does not", "No. Continuous batching is only a scheduling decision taken between "
+    "1.7": ["no, it does not", "No. Continuous batching is only a scheduling decision taken between "
             "steps, and llama.cpp does it with plain cells; PagedAttention is about memory waste "
             "and lets a bigger batch fit, which matters on a GPU."],
     # the continuous schedule unchanged; a function that raises
-    "1.7": [_continuous, lambda guests, slots, cost: [1 / 0]],
+    "1.6": [_continuous, lambda guests, slots, cost: [1 / 0]],
 }
