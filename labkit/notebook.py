@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from .lessons.live import (EngineRun, ask, ask_messages, count_tokens, document,
-                           extract_then_sort, get_trace, per_request, prefix_cache_rows,
+                           get_trace, per_request, prefix_cache_rows,
                            queue_burst, run_requests, startup_lines, startup_table)
 from .costs.planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate,
                              hourly, prediction_error, read_worksheet, replay,
@@ -55,7 +55,7 @@ __all__ = [
     # labkit.machine.runenv
     "log_to_file", "pick", "quick", "results_dir",
     # labkit.lessons.live
-    "EngineRun", "ask", "ask_messages", "count_tokens", "document", "extract_then_sort",
+    "EngineRun", "ask", "ask_messages", "count_tokens", "document",
     "get_trace", "per_request", "prefix_cache_rows", "queue_burst", "run_requests",
     "startup_lines", "startup_table",
     # labkit.costs.planning

@@ -4,8 +4,9 @@ Asking a running server (:func:`ask`, :func:`ask_messages`), reading its startup
 (:func:`startup_lines`, :func:`startup_table`), running requests through the engine in
 process and keeping its step trace (:func:`run_requests`), the stopwatch of notebook 05
 (:func:`source_lines`, :func:`times_agree`, :func:`decode_rates`, :func:`text_agreement`), and
-the live experiments of notebooks 06 and 07 (:func:`queue_burst`, :func:`extract_then_sort`,
-:func:`prefix_cache_rows`, :func:`get_trace`). Notebooks reach most of them as ``nb.ask`` and
+the live experiments of notebooks 06 and 07 (:func:`queue_burst`, :func:`prefix_cache_rows`,
+:func:`get_trace`; 06's dependent tasks are written out in the notebook, their harness being the
+lesson). Notebooks reach most of them as ``nb.ask`` and
 so on, through :mod:`labkit.notebook`, which re-exports them, and the stopwatch helpers as
 ``live.source_lines`` (``from labkit.lessons import live``); this module never imports the facade.
 """
@@ -296,59 +297,6 @@ def ask_messages(server, messages: list[dict], *, max_tokens: int = 64, temperat
         out["content"] = data["choices"][0]["message"]["content"]
         out["finish_reason"] = data["choices"][0]["finish_reason"]
     return out
-
-
-def extract_then_sort(server, workload, out_dir, *, in_flight: int = 2, max_tokens: int = 64):
-    """The dependent-task pattern. Step A: extract owner and deadline from every document of
-    ``workload``, ``in_flight`` at a time (independent tasks, run in parallel); each task writes
-    only its own file ``out_dir/<task id>.json``. Step B: only after every A task has finished,
-    read those files and sort the documents by deadline.
-
-    Returns ``(tasks, ordered)``: one row per A task (task id, start/end seconds, status,
-    whether its answer graded correct, the file it wrote) and B's sorted table (tasks whose
-    answer could not be read are listed with ``deadline`` None at the end, never guessed)."""
-    import json as _json
-    from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path as _Path
-
-    import pandas as pd
-
-    from ..bench.grading import grade
-    out_dir = _Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-
-    def task_a(doc):
-        start = time.perf_counter() - t0
-        r = ask_messages(server, workload.messages(doc), max_tokens=max_tokens)
-        end = time.perf_counter() - t0
-        g = grade(r["content"], doc.answer) if r["content"] is not None else None
-        try:
-            parsed = _json.loads(r["content"]) if r["content"] else None
-        except ValueError:
-            parsed = None
-        record = {"task_id": doc.id, "status": r["status"], "answer": parsed,
-                  "raw": r["content"], "error": r["error"]}
-        path = out_dir / f"{doc.id}.json"
-        write_atomic(path, _json.dumps(record, ensure_ascii=False, indent=1))
-        return {"task_id": doc.id, "start_s": start, "end_s": end, "status": r["status"],
-                "correct": bool(g and g.ok), "file": str(path)}
-
-    with ThreadPoolExecutor(max_workers=in_flight) as pool:
-        tasks = list(pool.map(task_a, workload.documents))
-    b_start = time.perf_counter() - t0
-    rows = []
-    for t in tasks:                                     # step B reads only what A wrote
-        rec = _json.loads(_Path(t["file"]).read_text())
-        ans = rec["answer"] if isinstance(rec["answer"], dict) else {}
-        rows.append({"task_id": rec["task_id"], "owner": ans.get("owner"),
-                     "deadline": ans.get("deadline") if isinstance(ans.get("deadline"), str) else None})
-    ordered = pd.DataFrame(rows)
-    ordered = pd.concat([ordered[ordered["deadline"].notna()].sort_values("deadline"),
-                         ordered[ordered["deadline"].isna()]], ignore_index=True)
-    tasks = pd.DataFrame(tasks)
-    tasks.attrs["b_start_s"] = b_start
-    return tasks, ordered
 
 
 def prefix_cache_rows(server, workload, *, cache_prompt: bool, max_tokens: int = 8):

@@ -129,7 +129,7 @@ ROWS: tuple[Row, ...] = (
       "isolation; elapsed_s leaves out the wait for a free worker thread; a timed-out request "
       "may still run on the server", "prose only", ["05:seedwatch"], [],
       ["cancellation", "retry", "elapsed_s", "wall_s"], ["取消", "重試", "elapsed_s", "wall_s"],
-      note="the seed's own caveats, beside the stopwatch in 05 §4"),
+      note="the seed's own caveats, beside the stopwatch in 05_slots_live §2"),
     R("000", "change the server's slots and the client's requests in flight together; a "
       "warm-up, a restart and three rotated rounds per configuration; cache_prompt false",
       "live on labkit", ["05:9bdc6821"], ["rounds"], ["configs"], kind="procedure"),
@@ -147,7 +147,7 @@ ROWS: tuple[Row, ...] = (
     R("000", "twelve questions are a start: their slow end is a clue, not a production P95",
       "computed", ["01:seedp95m", "01:seedp95c"], ["seed_tables.tail_from_samples"],
       ["P95", "12", "59"], ["P95", "十二"],
-      note="the arithmetic is in 01 §5; 05's worksheet (§3), where the twelve documents are "
+      note="the arithmetic is in 01 §5; 05's worksheet (05_slots_live §4), where the twelve documents are "
            "timed, does not repeat it"),
     R("000", "unified KV at 1, 2 and 4 slots, and a per-slot cap run apart and labelled",
       "computed", ["05:a8e9fcbc"], ["SEED_CAP"], ["slot_context"],
@@ -172,7 +172,7 @@ ROWS: tuple[Row, ...] = (
       "cut (--no-context-shift)", "live on labkit", ["06:72a6d3a1", "06:a5db137b"],
       ["exceed_context_size_error"], ["400"]),
     R("000", "dependent tasks: extractions in parallel, each to its own file by task id, the sort "
-      "after them", "live on labkit", ["06:cfb47046"], ["extract_then_sort"], ["task_id"]),
+      "after them", "live on labkit", ["06:t06stepa", "06:t06stepb", "06:cfb47046"], ["ThreadPoolExecutor", "step_b(tasks"], ["task_id"]),
     R("000", "a shared system prompt is a prefix the server can reuse", "live on labkit",
       ["06:d38036d2"], ["cache_prompt"], ["shared_prefix"]),
     R("000", "a unified pool does not let four slots each use the whole pool at once: when it "
