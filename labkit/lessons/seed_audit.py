@@ -58,10 +58,9 @@ ROWS: tuple[Row, ...] = (
       ["05:cea41e41", "05:1c561639"], ["gates_panel"], ["fits", "acceptable", "correct"],
       ["三關"]),
     R("000", "continuous batching seats a waiting request in a freed slot between steps; each "
-      "agent's facts still travel in its own request", "partial", ["02:5b0eda8d"],
-      ["llama_memory_seq_rm"], ["llama_decode"],
-      note="the step-by-step seating is live; that an agent's facts must travel in its own "
-           "request is not said next to it (06 §3's handover shows the data flow)"),
+      "agent's facts still travel in its own request", "live on labkit",
+      ["02:5b0eda8d", "06:a5a35699", "06:t06stepb"], ["llama_memory_seq_rm", "step_b"],
+      ["llama_decode", "Slots do not hand results over"], ["槽位之間不會交接結果"]),
     R("000", "the five parts: request, slot, context, KV cache, continuous batching",
       "prose only", ["01:c02", "01:c03"], ["nb.terms"], ["order", "slot"], ["槽位"],
       note="the seed's five parts, told as the restaurant; the terms are labkit.lang.glossary's"),
@@ -282,10 +281,8 @@ ROWS: tuple[Row, ...] = (
       ["07:aca84f78"], ["service_runs"], ["30-user chat"]),
     R("002", "a solo assistant and a 30-user chat in slots, memory and tokens/s, from your own "
       "speeds", "computed", ["08:c395a9a7"], ["learner_speeds"], ["worksheet.csv"]),
-    R("002", "llama-server -c 32768 -np 4 splits the context across the slots", "partial",
-      ["04:c03"], ["slot_context"], ["for slots in (1, 2, 4)"],
-      note="the split is computed for -c 16384 at 1, 2 and 4 slots (04 §1); the seed's own "
-           "-c 32768 is not"),
+    R("002", "llama-server -c 32768 -np 4 splits the context across the slots", "computed",
+      ["04:c03"], ["slot_context(32768, 4, False"], ["for slots in (1, 2, 4)"]),
     R("002", "limit upstream: a reverse proxy with a connection limit fails fast and honestly, a "
       "deep queue fails slowly", "partial", ["07:a87faa9a", "07:73d0b1be"], ["max_queue"],
       ["reverse proxy", "limit_conn"], ["nginx"],
