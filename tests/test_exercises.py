@@ -102,7 +102,7 @@ def recorded_machine(tmp_path, monkeypatch):
     return m, roofline.model_cost()
 
 
-def test_5_5_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
+def test_5_1_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
     m, c = recorded_machine
     right = m.bandwidth / c.weight_bytes                 # 12e9 / 96,576,768 B = 124 tok/s
     assert evaluate("5.1", right).status == CORRECT
@@ -120,7 +120,7 @@ def test_5_5_is_checked_against_the_latest_measured_bandwidth(recorded_machine):
         assert result.status == WRONG and hint in result.message, (wrong, result)
 
 
-def test_5_6_shows_the_model_answer_and_rubric_once_answered():
+def test_5_2_shows_the_model_answer_and_rubric_once_answered():
     result = evaluate("5.2", "More bandwidth makes one stream faster on my machine (31 tok/s "
                              "against 124 by the formula); more memory only lets me run a bigger "
                              "model or more streams at once.")

@@ -72,7 +72,7 @@ def _requests(guests):
             for i, (a, p, o) in enumerate(guests)]
 
 
-def test_1_7_calling_the_simulator_is_refused():
+def test_1_6_calling_the_simulator_is_refused():
     from labkit import sim
 
     def by_simulator(guests, slots, cost):
@@ -89,7 +89,7 @@ def test_1_7_calling_the_simulator_is_refused():
     wrong("1.6", imported_inside, "labkit.sim.engine.simulate")
 
 
-def test_1_7_calling_the_checks_own_helper_is_refused():
+def test_1_6_calling_the_checks_own_helper_is_refused():
     from labkit.exercises.ch01 import no_cont_steps
     wrong("1.6", lambda guests, slots, cost: no_cont_steps(guests, slots),
           "labkit.exercises.ch01.no_cont_steps", "the check's own reference")
@@ -108,7 +108,7 @@ def test_1_7_calling_the_checks_own_helper_is_refused():
     wrong("1.6", swallows, "labkit.exercises.ch01.no_cont_steps")
 
 
-def test_1_7_a_labkit_helper_that_runs_the_simulator_is_named_as_the_way_there():
+def test_1_6_a_labkit_helper_that_runs_the_simulator_is_named_as_the_way_there():
     import pandas as pd
 
     from labkit.costs import planning
@@ -121,7 +121,7 @@ def test_1_7_a_labkit_helper_that_runs_the_simulator_is_named_as_the_way_there()
     wrong("1.6", replayed, "labkit.sim.engine.simulate (through labkit.costs.planning.replay)")
 
 
-def test_1_7_the_step_cost_handed_over_may_be_used(seed):
+def test_1_6_the_step_cost_handed_over_may_be_used(seed):
     """1.6 hands the learner a StepCost (labkit.sim.cost): its methods are no exploit."""
     answer = solution("01_restaurant.py", "answer_1_6")
 
@@ -131,7 +131,7 @@ def test_1_7_the_step_cost_handed_over_may_be_used(seed):
     assert evaluate("1.6", with_step_time).status == CORRECT
 
 
-def test_1_7_the_fixed_cases_alone_no_longer_pass(seed):
+def test_1_6_the_fixed_cases_alone_no_longer_pass(seed):
     """A function that knows the fixed cases' answers fails on a drawn case."""
     from labkit.exercises.ch01 import NO_CONT_CASES, no_cont_steps
     known = {repr(g): no_cont_steps(g, s) for g, s in NO_CONT_CASES}
@@ -139,7 +139,7 @@ def test_1_7_the_fixed_cases_alone_no_longer_pass(seed):
     wrong("1.6", lambda guests, slots, cost: known[repr(guests)], "KeyError")
 
 
-def test_1_7_a_failing_drawn_case_is_named(seed):
+def test_1_6_a_failing_drawn_case_is_named(seed):
     answer = solution("01_restaurant.py", "answer_1_6")
     from labkit.exercises.ch01 import NO_CONT_CASES
 
@@ -151,14 +151,14 @@ def test_1_7_a_failing_drawn_case_is_named(seed):
     wrong("1.6", right_on_fixed_only, "The case: guests=[", "the rule's")
 
 
-def test_1_7_a_string_with_a_unit_is_wrong():
+def test_1_6_a_string_with_a_unit_is_wrong():
     wrong("1.6", lambda guests, slots, cost: ["0.014 s"], "should be a number",
           "without a unit")
 
 
 # ---------------------------------------------------------------------------- 3.7
 
-def test_3_7_passing_the_checks_reference_is_refused():
+def test_3_4_passing_the_checks_reference_is_refused():
     from labkit.exercises.ch03 import chars_that_fit
     wrong("3.4", chars_that_fit, "labkit.exercises.ch03.chars_that_fit",
           "the check's own reference")
@@ -166,7 +166,7 @@ def test_3_7_passing_the_checks_reference_is_refused():
           "labkit.exercises.ch03.chars_that_fit")
 
 
-def test_3_7_a_string_with_a_unit_is_wrong():
+def test_3_4_a_string_with_a_unit_is_wrong():
     def with_unit(n, s, tok, a):
         return f"{int((n - a) * len(s) / len(tok(s)))} characters"
     wrong("3.4", with_unit, "should be a number", "'", "without a unit")
@@ -174,14 +174,14 @@ def test_3_7_a_string_with_a_unit_is_wrong():
           "should be a number")
 
 
-def test_3_7_the_fixed_cases_alone_no_longer_pass(seed):
+def test_3_4_the_fixed_cases_alone_no_longer_pass(seed):
     from labkit.exercises.ch03 import CHARS_CASES, chars_that_fit
     known = {(n, s, a): chars_that_fit(n, s, tok, a) for n, s, tok, a in CHARS_CASES}
     seed(2)
     wrong("3.4", lambda n, s, tok, a: known[(n, s, a)], "KeyError")
 
 
-def test_3_7_a_failing_drawn_case_is_named(seed):
+def test_3_4_a_failing_drawn_case_is_named(seed):
     from labkit.exercises.ch03 import CHARS_CASES
     fixed = {s for _, s, _, _ in CHARS_CASES}
 
@@ -195,7 +195,7 @@ def test_3_7_a_failing_drawn_case_is_named(seed):
 
 # ---------------------------------------------------------------------------- 4.8
 
-def test_4_8_calling_kv_is_refused():
+def test_4_6_calling_kv_is_refused():
     from labkit.models import kv
     wrong("4.6", lambda c, np, u, t: kv.server_slot_context(c, np, u, n_ctx_train=t).n_ctx_slot,
           "labkit.models.kv.server_slot_context", "padding to 256 cells")
@@ -221,14 +221,14 @@ def test_4_8_calling_kv_is_refused():
           "labkit.models.kv.server_slot_context")
 
 
-def test_4_8_a_table_of_the_fixed_cases_fails_on_the_drawn_ones(seed):
+def test_4_6_a_table_of_the_fixed_cases_fails_on_the_drawn_ones(seed):
     from labkit.exercises.ch04 import slot_cases
     table = {(c, n, u, t): want for c, n, u, t, want in slot_cases()}
     seed(4)
     wrong("4.6", lambda c, np, u, t: table[(c, np, u, t)], "KeyError")
 
 
-def test_4_8_a_failing_drawn_case_is_named(seed):
+def test_4_6_a_failing_drawn_case_is_named(seed):
     answer = solution("04_split_vs_unified.py", "answer_4_6")
     from labkit.exercises.ch04 import SLOT_CASES
     fixed = set(SLOT_CASES)
@@ -237,7 +237,7 @@ def test_4_8_a_failing_drawn_case_is_named(seed):
           "first mismatch: c=", "llama-server reports")
 
 
-def test_4_8_a_string_is_wrong():
+def test_4_6_a_string_is_wrong():
     wrong("4.6", lambda c, np, u, t: "4096 cells", "return an int")
 
 
@@ -345,11 +345,11 @@ def test_guarded_decode_stays_until_the_last_overlapping_block_ends():
 
 # ---------------------------------------------------------------------------- 7.5
 
-def test_7_5_still_fails_a_fifo_key():
+def test_7_3_still_fails_a_fifo_key():
     wrong("7.3", lambda request, now: request.arrival, "the short answers wait too long")
 
 
-def test_7_5_a_string_key_is_wrong():
+def test_7_3_a_string_key_is_wrong():
     wrong("7.3", lambda request, now: str(request.expected), "a number or a tuple of numbers")
 
 

@@ -32,7 +32,7 @@ RUNS_LABKIT = re.compile(r"\blaunch\(|\bbench\.run|\bengine_run\(|\bllama_decode
 @lru_cache(maxsize=None)
 def _cells(edition: str, nb: str) -> dict:
     folder = NOTEBOOKS if edition == "en" else NOTEBOOKS / "zh-TW"
-    paths = sorted(folder.glob(f"{nb}_*.ipynb"))      # a chapter's parts: 05_roofline, 05_slots_live
+    paths = seed_audit.parts(nb, folder)             # a chapter's parts: 05_roofline, 05_slots_live
     assert paths, f"no notebook {nb}_*.ipynb"
     return {c.id: c for path in paths for c in nbformat.read(path, as_version=4).cells}
 

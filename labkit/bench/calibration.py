@@ -138,6 +138,10 @@ def send_closed(base_url: str, bodies: list[dict], in_flight: int) -> pd.DataFra
     return df
 
 
+#: Each coefficient's factor from seconds to the unit the table shows it in (ms, µs, ns).
+UNIT_SCALE = {"a": 1e3, "b": 1e3, "c": 1e3, "d": 1e6, "e": 1e9}
+
+
 @dataclass
 class Calibration:
     """A finished calibration run: what was sent, what the engine did, the fitted cost."""
@@ -166,7 +170,7 @@ class Calibration:
         from ..lang.i18n import language
         from ..sim.cost import PER_ZH, TERMS_ZH
         u = self.fit.uncertainty()
-        scale = {"a": 1e3, "b": 1e3, "c": 1e3, "d": 1e6, "e": 1e9}
+        scale = UNIT_SCALE
         unit = {"a": "ms/step", "b": "ms/prompt token", "c": "ms/decoding seq",
                 "d": "us/attended cell", "e": "ns/prefill pair"}
         if language() == "zh-TW":            # what people read; the numbers are the same

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 STATUSES = ("live on llama-server", "live on labkit", "simulated", "computed", "prose only",
@@ -329,14 +330,21 @@ END = "<!-- /seed-audit -->"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
+def parts(nb: str, folder: Path = NOTEBOOKS) -> list[Path]:
+    """Chapter ``nb``'s notebooks in ``folder``, in order ("05": 05_roofline, 05_slots_live)."""
+    return sorted(folder.glob(f"{nb}_*.ipynb"))
+
+
+@lru_cache(maxsize=None)
+def _cell_ids(path: Path) -> frozenset:
+    return frozenset(c.get("id") for c in json.loads(path.read_text(encoding="utf-8"))["cells"])
+
+
 def part_of(nb: str, cell_id: str, folder: Path = NOTEBOOKS) -> str:
     """The notebook of chapter ``nb`` ("05") that holds ``cell_id``, by its name
-    ("05_roofline"), or ``nb`` itself when no part holds it (the test names such a row)."""
-    for path in sorted(folder.glob(f"{nb}_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        if any(c.get("id") == cell_id for c in cells):
-            return path.stem
-    return nb
+    ("05_roofline"), or ``nb`` itself when no part holds it (the test names such a row).
+    Each notebook is read once per process."""
+    return next((path.stem for path in parts(nb, folder) if cell_id in _cell_ids(path)), nb)
 
 
 def _where(row: Row) -> str:
