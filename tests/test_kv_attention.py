@@ -73,20 +73,27 @@ def test_summary_puts_split_and_unified_side_by_side():
 
 
 @pytest.mark.slow
-def test_unified_decodes_slower_than_split_beside_long_caches_on_both_servers():
-    """Real llama.cpp: with four 1,000-token caches in the pool, unified KV's decode is slower
-    than split's, on llama-server and on labkit's server (the same flags), taken over its two
-    phases (four sequences decoding, one decoding beside three idle caches): on a quiet 2-core
-    machine each phase alone is 0.6-0.96 x split (docs/SIMULATOR.md), close enough to 1 that a
-    single phase can be lost in a busy machine's noise."""
+def test_both_servers_time_decode_alone_in_every_phase():
+    """Real llama.cpp, on llama-server and on labkit's server (the same flags): every measured
+    request found its prompt cached but its last token (prompt_n 1, cache_n the rest), so what
+    the phase times is decode alone, and generated every token it asked for; the summary and
+    the findings have a row per server and phase. Whether unified is slower is a measurement,
+    not a test: benchmarks/kv_attention.py, quoted in docs/SIMULATOR.md."""
     from labkit.lessons import llama_server
     kinds = ["labkit"] + (["xllamacpp"] if llama_server.reference_installed() else [])
-    rows = ka.measure(kinds, ka.Setup(1000, 24, 1), phases=(("4", 4, 0), ("idle", 1, 3)))
+    setup = ka.Setup(320, 12, 1)
+    rows = ka.measure(kinds, setup, phases=(("4", 4, 0), ("idle", 1, 3)))
+    names = {llama_server.SERVER_NAMES[llama_server._resolve(k)] for k in kinds}
+    assert set(rows["server"]) == names
+    assert len(rows) == len(kinds) * 2 * (4 + 1)
+    assert (rows["prompt_n"] == 1).all(), rows
+    assert (rows["cache_n"] == setup.prompt_tokens - 1).all(), rows
+    assert (rows["predicted_n"] == setup.max_tokens).all(), rows
+    assert (rows["decode_tok_s"] > 0).all()
     out = ka.summary(rows)
-    assert set(out["server"]) == {llama_server.SERVER_NAMES[llama_server._resolve(k)]
-                                  for k in kinds}
-    for server, rows in out.groupby("server"):
-        assert rows["unified / split"].mean() < 1, out
+    assert sorted(zip(out["server"], out["phase"])) == sorted(
+        (n, ph) for n in names for ph in ("4", "idle"))
+    assert len(ka.findings(out)) == 2 * len(kinds)
 
 
 def test_findings_say_what_the_run_shows_and_no_more():
