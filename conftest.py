@@ -48,7 +48,7 @@ LONG_SUITES = frozenset({
     "test_bench_timing.py",     # labkit bench timing-only on a synthetic 1B model
     "test_bench_e2e.py",        # labkit bench end to end, twice
     "test_workload_zh.py",      # labkit bench on the Chinese workload
-    "test_kv_attention.py",     # split against unified decoding, 1,000-token prompts, both servers
+    "test_kv_attention.py",     # split against unified decoding, 320-token prompts, both servers
     "test_prompt_cache.py",     # the agent fleet on labkit's server and llama-server
     "test_seed_slots_live.py",  # the seed's 1/2/4-slot procedure on both servers
 })
