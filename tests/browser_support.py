@@ -33,13 +33,10 @@ NESTED_TAGS = {"STRONG": "bold inside bold", "EM": "italics inside italics"}
 
 
 # Driven by default: one notebook per kind of control panel, English and Chinese both. The
-# default run leaves the English ones' nbval run to CI when a browser is here (conftest.py), so
-# driving an English notebook costs the default run only JupyterLab's share; a Chinese one costs
-# its whole run, which is why one Chinese notebook, the lightest, stands for its edition here (CI's
-# long lane drives all thirty).
-DRIVEN = ("01_restaurant.ipynb", "03_kv_capacity.ipynb", "04_slot_context.ipynb",
-          "05_slots_live.ipynb", "07_scheduling.ipynb", "08_capacity_planning.ipynb",
-          "zh-TW/classroom.ipynb")
+# default run leaves these notebooks' nbval run to CI when a browser is here (conftest.py).
+DRIVEN = ("01_restaurant.ipynb", "03_kv_capacity.ipynb", "05_slots_live.ipynb",
+          "08_capacity_planning.ipynb", "zh-TW/04_slot_context.ipynb",
+          "zh-TW/07_scheduling.ipynb", "zh-TW/classroom.ipynb")
 
 
 def browser_missing() -> str | None:
