@@ -48,7 +48,7 @@ from .machine.runenv import log_to_file, pick, quick, results_dir
 
 __all__ = [
     # defined here
-    "banner", "banner_text", "compute_path", "gpu_size", "gpus", "recipe", "save_recipe",
+    "banner", "banner_text", "beside_reference", "compute_path", "gpu_size", "gpus", "recipe", "save_recipe",
     "say", "show", "skip_without_gpu", "terms", "use_language",
     # labkit.lang.i18n
     "Both", "tr", "value",
@@ -154,6 +154,20 @@ def say(english: str, chinese: str) -> None:
     line = tr(english, chinese)
     figures.record_text(line)
     print(line)
+
+
+def beside_reference(notebook: str, values: dict[str, float]) -> None:
+    """This run's figures beside the reference run's (:mod:`labkit.lessons.reference`): a
+    table with the reference machine named and the ratio, and the lines under it."""
+    from .lessons.reference import beside
+    table, notes = beside(notebook, values)
+    try:
+        from IPython.display import display
+        display(table)
+    except ImportError:                  # outside a notebook: the table as text
+        print(table.to_string(index=False))
+    for note in notes:
+        print(note)
 
 
 def show(table, headings: dict[str, str] | None = None, lang: str | None = None):

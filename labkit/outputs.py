@@ -125,30 +125,35 @@ def stamp(nb, *, size: str, started: dt.datetime, seconds: float) -> None:
             data = output.get("data", {})
             if "image/png" in data:
                 data["image/png"] = smaller_png(data["image/png"])
+    from .lessons.reference import this_device, this_machine
     nb.metadata[KEY] = {"reference_run": {
         "date": started.isoformat(timespec="seconds"), "size": size,
-        "seconds": round(seconds), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
-                                              f"{platform.system()}",
+        "seconds": round(seconds), "machine": this_machine(), "device": this_device(),
         "python": platform.python_version()}}
 
 
-def refresh(path: Path, size: str | None = None, timeout: int = 3600) -> dict:
-    """Execute one notebook in a kernel of its own and save it with its outputs."""
+def refresh(path: Path, size: str | None = None, timeout: int = 3600,
+            reference: str = "cpu") -> dict:
+    """Execute one notebook in a kernel of its own and save it with its outputs. Its measuring
+    cells record their figures as reference run ``reference``'s (labkit.lessons.reference)."""
     import nbformat
     from nbclient import NotebookClient
+    from .lessons.reference import RECORD_ENV
     size = size or size_of(path)
     nb = nbformat.read(path, as_version=4)
-    before = os.environ.get("LABKIT_QUICK")
-    os.environ["LABKIT_QUICK"] = "0" if size == "full" else "1"
+    env = {"LABKIT_QUICK": "0" if size == "full" else "1", RECORD_ENV: reference}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     started, t0 = dt.datetime.now().astimezone(), time.monotonic()
     try:
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
-        if before is None:
-            os.environ.pop("LABKIT_QUICK", None)
-        else:
-            os.environ["LABKIT_QUICK"] = before
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     stamp(nb, size=size, started=started, seconds=time.monotonic() - t0)
     write_atomic(path, nbformat.writes(nb) + "\n")
     return {"path": path, "size": size, "seconds": time.monotonic() - t0,
@@ -162,6 +167,9 @@ def main(argv=None) -> int:
     r.add_argument("names", nargs="*", help='"05", "zh-TW/05", "classroom" (default: all)')
     r.add_argument("--size", choices=("quick", "full"), help="instead of each notebook's own")
     r.add_argument("--timeout", type=int, default=3600, help="seconds a cell may take")
+    r.add_argument("--reference", default="cpu", metavar="LABEL",
+                   help="the reference run the measuring cells record as (data/reference/LABEL.json): "
+                        "cpu, or gpu on a machine whose GPU llama.cpp offloads to")
     sub.add_parser("check", help="the code cells changed since their outputs were made")
     a = p.parse_args(argv)
     if a.command == "check":
@@ -175,7 +183,7 @@ def main(argv=None) -> int:
     for path in notebooks(a.names):
         print(f"running {path.relative_to(ROOT)} at {a.size or size_of(path)} size ...",
               file=sys.stderr, flush=True)
-        done = refresh(path, a.size, a.timeout)
+        done = refresh(path, a.size, a.timeout, a.reference)
         print(f"{path.relative_to(ROOT)}: {done['seconds']:.0f} s, {done['bytes'] / 1000:.0f} kB"
               + "".join(f"; output over {MAX_OUTPUT_BYTES // 1000} kB: {x}" for x in done["oversized"]))
     return 0

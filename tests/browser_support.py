@@ -288,7 +288,11 @@ class LabNotebook:
         return self.page.evaluate(_js(_PROSE), self.name)
 
     def run_all(self):
-        """Run > Run All Cells, from the menu bar."""
+        """Edit > Clear Outputs of All Cells, then Run > Run All Cells, from the menu bar: the
+        committed outputs of the reference run go first, so that what is read afterwards (a
+        cell that ran, its errors, its widgets) is this run's alone."""
+        self.page.get_by_role("menuitem", name="Edit", exact=True).click()
+        self.page.get_by_role("menuitem", name="Clear Outputs of All Cells", exact=True).click()
         self.page.get_by_role("menuitem", name="Run", exact=True).click()
         self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 

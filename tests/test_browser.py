@@ -151,6 +151,10 @@ def test_the_checks_see_what_a_learner_sees(lab, notebook_page):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECKS_NOTEBOOK]
                                   + [nbformat.v4.new_markdown_cell(CHECKS_PROSE)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # cell 4 never runs (cell 3 raises first) but carries a committed output, as every notebook
+    # with a reference run does: it must still be reported, not taken for a cell that ran
+    nb.cells[4].execution_count = 7
+    nb.cells[4].outputs = [nbformat.v4.new_output("stream", name="stdout", text="from the reference run\n")]
     nbformat.write(nb, lab.root / "checks.ipynb")
     page = LabNotebook(notebook_page, lab, "checks.ipynb")
     page.open()

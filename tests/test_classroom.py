@@ -376,7 +376,8 @@ def test_classroom_notebook_shape():
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert nb.metadata.get("labkit", {}).get("reference_run") or all(
+        not c.outputs and c.execution_count is None for c in code)
     assert "After this notebook you will be able to" in nb.cells[0].source
     assert re.search(r"\*\*Machine time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)
     assert "samples" in nb.cells[0].source.lower()

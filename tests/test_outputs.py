@@ -90,3 +90,61 @@ def test_names_pick_notebooks_of_one_edition(names, want):
     assert got == want
     with pytest.raises(SystemExit, match="no notebook matches"):
         outputs.notebooks(["99"])
+
+
+# ------------------------------------------------------------------------------ the reference run
+
+def _reference(path):
+    return json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("labkit", {}).get(
+        "reference_run")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_notebook_shows_a_reference_run_that_opens_with_the_banner(path):
+    """What a reader sees on a code host before installing anything: every code cell's outputs
+    from one dated run, the banner (versions, machine, model, mode: which size) first."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    run = _reference(path)
+    assert run, f"{path.name} has no reference run: python -m labkit.outputs refresh {path.stem}"
+    assert {"date", "size", "machine", "device", "seconds"} <= set(run)
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    printed = "".join("".join(o.get("text", "")) for o in first["outputs"])
+    assert printed.startswith("labkit ") and ("mode:" in printed or "模式：" in printed), printed[:200]
+    assert ("quick (" in printed or "快速（" in printed) == (run["size"] == "quick")
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name == "zh-TW"],
+                         ids=lambda p: p.stem)
+def test_the_chinese_edition_shows_no_english_sentence_in_its_committed_outputs(path):
+    from labkit.lang.editions import english_printed_in
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = [line for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+             for line in english_printed_in(path, i, c.get("outputs", []))]
+    assert found == []
+
+
+def test_a_chinese_output_with_an_english_sentence_is_caught():
+    from labkit.lang.editions import english_printed_in
+    out = [nbformat.v4.new_output("stream", name="stdout", text="已儲存：the file was saved here\n")]
+    assert english_printed_in("notebooks/zh-TW/x.ipynb", 3, out) == [
+        "zh-TW/x.ipynb cell 3: English printed: 'the file was saved here'"]
+
+
+def test_the_reference_figures_come_from_the_committed_run():
+    """Each measuring notebook's committed table shows the figures data/reference/cpu.json
+    holds for it: the file and the outputs were made by the same run."""
+    from labkit.lessons import reference
+    runs = reference.load()
+    assert "cpu" in runs, "no CPU reference run: python -m labkit.outputs refresh"
+    for name, rows in reference.QUANTITIES.items():
+        entry = runs["cpu"]["notebooks"][name]
+        path = outputs.NOTEBOOKS / f"{name}.ipynb"
+        assert entry["size"] == _reference(path)["size"], name
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        (cell,) = [c for c in nb["cells"] if c["cell_type"] == "code"
+                   and f'nb.beside_reference("{name}"' in "".join(c["source"])]
+        shown = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                        for o in cell["outputs"])
+        assert "this run is reference run 'cpu'" in shown, name
+        for key, value in entry["values"].items():
+            assert f"{round(value, 3):g}"[:4] in shown, (name, key, value)
