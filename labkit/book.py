@@ -163,13 +163,42 @@ def _with_bar(document: str, page: Page) -> str:
     return re.sub(r"(<body[^>]*>)", lambda m: m[1] + bar(page), document, count=1)
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def without_live_widgets(nb):
+    """The notebook as a page with no kernel shows it: each widget output keeps its still (a
+    panel's title, figure and table as HTML: labkit.lessons.widgets.Panel.still) and loses the
+    widget view, and the notebook its saved widget state, so that no widget script is fetched
+    from the network to draw controls that nothing could move."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
+    return nb
+
+
+def images_in(nb) -> int:
+    """How many pictures a page of ``nb`` shows: one per picture output, and those a panel's
+    still inlines in its HTML (which nbconvert prefers to the picture)."""
+    n = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/html" in data:
+                n += "".join(data["text/html"]).count("<img ")
+            elif any(k in data for k in ("image/png", "image/jpeg", "image/svg+xml")):
+                n += 1
+    return n
+
+
 def notebook_html(page: Page, mathjax_url: str | None) -> str:
     import nbformat
     from nbconvert import HTMLExporter
     exporter = HTMLExporter(template_name="lab")
     if mathjax_url:
         exporter.mathjax_url = mathjax_url
-    nb = nbformat.read(page.source, as_version=4)
+    nb = without_live_widgets(nbformat.read(page.source, as_version=4))
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": page.name}})
     return body
 

@@ -28,6 +28,7 @@ import io
 import json
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,13 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 KEY = "labkit"
 MAX_OUTPUT_BYTES = 300_000
+INLINE_PNG = re.compile(r"(data:image/png;base64,)([A-Za-z0-9+/=]+)")
 
-# The size each notebook's reference run uses: full where it runs in reasonable time on a
-# 2-core CPU, so that its figures mean something; quick where full size takes tens of
-# minutes (05: the whole 12-document grid at every slot count, 20-40 min; 08: a calibration
-# and a held-out run, about 5 min, kept quick so a refresh stays under half an hour).
+# The size each notebook's reference run uses: full where it runs in minutes on a 2-core CPU, so
+# that its figures mean something; quick for 05_slots_live, whose full size (the whole 12-document
+# grid, both sets, every slot count, three rounds) takes 20-40 min per edition.
 SIZES = {"00": "full", "01": "full", "02": "full", "03": "full", "04": "full",
-         "05": "quick", "06": "full", "07": "full", "08": "quick", "classroom": "full"}
+         "05_roofline": "full", "05_slots_live": "quick", "06": "full", "07": "full", "08": "full",
+         "classroom": "full"}
 
 
 def source_sha256(source: str) -> str:
@@ -68,7 +70,8 @@ def notebooks(names: list[str] | None = None) -> list[Path]:
 
 
 def size_of(path: Path) -> str:
-    return SIZES.get(path.stem.split("_")[0], "quick")
+    """The size :data:`SIZES` gives a notebook: by its whole name, else by its chapter."""
+    return SIZES.get(path.stem, SIZES.get(path.stem.split("_")[0], "quick"))
 
 
 def stale(nb) -> list[str]:
@@ -125,7 +128,12 @@ def stamp(nb, *, size: str, started: dt.datetime, seconds: float) -> None:
             data = output.get("data", {})
             if "image/png" in data:
                 data["image/png"] = smaller_png(data["image/png"])
+            page = data.get("text/html")
+            if page and INLINE_PNG.search("".join(page)):     # a panel's still (lessons.widgets)
+                data["text/html"] = INLINE_PNG.sub(
+                    lambda m: m.group(1) + smaller_png(m.group(2)), "".join(page))
     from .lessons.reference import this_device, this_machine
+    nb.metadata.pop("widgets", None)        # an earlier run's widget state: the stills replace it
     nb.metadata[KEY] = {"reference_run": {
         "date": started.isoformat(timespec="seconds"), "size": size,
         "seconds": round(seconds), "machine": this_machine(), "device": this_device(),
@@ -146,7 +154,9 @@ def refresh(path: Path, size: str | None = None, timeout: int = 3600,
     os.environ.update(env)
     started, t0 = dt.datetime.now().astimezone(), time.monotonic()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        # no widget state saved: a reader with no kernel sees each panel's still instead
+        # (labkit.lessons.widgets.Panel.still), and the notebook stays small
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         for k, v in before.items():
@@ -180,13 +190,23 @@ def main(argv=None) -> int:
                       f"python -m labkit.outputs refresh {path.relative_to(NOTEBOOKS).with_suffix('')}")
                 bad += 1
         return 1 if bad else 0
+    failed = []
     for path in notebooks(a.names):
-        print(f"running {path.relative_to(ROOT)} at {a.size or size_of(path)} size ...",
-              file=sys.stderr, flush=True)
-        done = refresh(path, a.size, a.timeout, a.reference)
-        print(f"{path.relative_to(ROOT)}: {done['seconds']:.0f} s, {done['bytes'] / 1000:.0f} kB"
-              + "".join(f"; output over {MAX_OUTPUT_BYTES // 1000} kB: {x}" for x in done["oversized"]))
-    return 0
+        name = path.relative_to(ROOT)
+        print(f"running {name} at {a.size or size_of(path)} size ...", file=sys.stderr, flush=True)
+        try:
+            done = refresh(path, a.size, a.timeout, a.reference)
+        except Exception as exc:          # a cell that raised, a timeout: this notebook is left
+            failed.append(name)           # as it was, and the others still run
+            last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [repr(exc)]
+            print(f"{name}: FAILED, left as it was: {type(exc).__name__}: {last[0][:300]}", flush=True)
+            continue
+        print(f"{name}: {done['seconds']:.0f} s, {done['bytes'] / 1000:.0f} kB"
+              + "".join(f"; output over {MAX_OUTPUT_BYTES // 1000} kB: {x}" for x in done["oversized"]),
+              flush=True)
+    if failed:
+        print(f"{len(failed)} notebook(s) failed: " + ", ".join(map(str, failed)), flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

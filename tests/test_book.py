@@ -151,6 +151,16 @@ def what_a_reader_sees(out: Path, pages: list, formula_page: str | None = None) 
                     "img", "els => els.map(e => [e.complete && e.naturalWidth > 0, e.src.slice(0, 60)])")
                 problems += [f"{entry.path}: an image does not show: {src}"
                              for ok, src in images if not ok]
+                if entry.source.suffix == ".ipynb":
+                    import nbformat
+                    want = book.images_in(nbformat.read(entry.source, as_version=4))
+                    shown = page.eval_on_selector_all(".jp-OutputArea-output img", "els => els.length")
+                    if shown != want:
+                        problems.append(f"{entry.path}: {shown} of the notebook's {want} images shown")
+                    if page.eval_on_selector_all(".jp-OutputArea-output", "els => els.filter("
+                                                 "e => e.textContent.includes('Error displaying widget')"
+                                                 " || e.textContent.includes('VBox(children=')).length"):
+                        problems.append(f"{entry.path}: a widget shown as an error or as its repr")
                 prose = page.evaluate(PROSE, ".jp-MarkdownCell .jp-RenderedMarkdown"
                                       if entry.source.suffix == ".ipynb" else "main")
                 for text in prose:
@@ -215,13 +225,28 @@ def test_the_reader_check_sees_what_is_wrong(tmp_path):
     (root / "notebooks/README.md").write_text("# map\n\n[a](01_a.ipynb)\n")
     (root / "README.zh-TW.md").write_text("# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n")
     (root / "docs/GLOSSARY.md").write_text("# glossary\n")
+    import base64
+    import io
+
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(buf, format="PNG")
+    code = nbformat.v4.new_code_cell("plot(); panel", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            "image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": "<Figure>"}),
+        nbformat.v4.new_output("display_data", data={        # a widget with no still
+            book.WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "0" * 32},
+            "text/plain": "VBox(children=(IntSlider(value=4),))"})])
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
-        "# A\n\n**在餐廳裡：**第一位 ![x](missing.png)")])
+        "# A\n\n**在餐廳裡：**第一位 ![x](missing.png)"), code])
     nbformat.write(nb, root / "notebooks" / "01_a.ipynb")
     nbformat.write(nb, root / "notebooks" / "zh-TW" / "01_a.ipynb")
     out = tmp_path / "out"
     built = book.build(out, root=root)
     (out / "zh-TW" / "01_a.html").unlink()
+    page = out / "en" / "01_a.html"                          # the plot's picture lost on the way
+    page.write_text(re.sub(r'<img src="data:image/png[^>]*>', "", page.read_text(encoding="utf-8")),
+                    encoding="utf-8")
     (out / "en" / "glossary.html").write_text(
         '<html lang="en"><body><nav class="labkit-bar"><a class="labkit-switch" '
         'href="../zh-TW/glossary.html">x</a></nav><main>$$x^2$$</main></body></html>')
@@ -232,3 +257,19 @@ def test_the_reader_check_sees_what_is_wrong(tmp_path):
     assert "en/01_a.html: the language switch leads to" in text or \
         "en/01_a.html: a link leads nowhere" in text
     assert "en/glossary.html: a formula is not typeset" in text
+    assert "en/01_a.html: 0 of the notebook's 1 images shown" in text
+    assert "en/01_a.html: a widget shown as an error or as its repr" in text
+
+
+def test_a_page_keeps_a_panels_still_and_drops_its_live_widget():
+    import nbformat
+    view = {"version_major": 2, "version_minor": 0, "model_id": "0" * 32}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("panel", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            book.WIDGET_VIEW: view, "text/plain": "VBox(...)",
+            "text/html": '<p><b>Panel</b></p><img src="data:image/png;base64,AAAA"><table></table>'})])])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    assert book.images_in(nb) == 1
+    page = book.without_live_widgets(nb)
+    assert "widgets" not in page.metadata
+    assert set(page.cells[0].outputs[0]["data"]) == {"text/plain", "text/html"}

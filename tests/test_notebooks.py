@@ -1,6 +1,7 @@
-"""The notebooks keep the workbook's shape: committed without outputs, a banner first, what you
-will be able to do and how long it takes, Summary and Exercises at the end, quick mode read
-through labkit, no server left running past its cell. (nbval executes them; this checks form.)"""
+"""The notebooks keep the workbook's shape: committed with one reference run's outputs or with
+none, a banner first, what you will be able to do and how long it takes, Summary and Exercises at
+the end, quick mode read through labkit, no server left running past its cell. (nbval executes
+them; this checks form.)"""
 
 import re
 from pathlib import Path

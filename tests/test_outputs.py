@@ -117,8 +117,8 @@ def test_every_notebook_shows_a_reference_run_that_opens_with_the_banner(path):
                          ids=lambda p: p.stem)
 def test_the_chinese_edition_shows_no_english_sentence_in_its_committed_outputs(path):
     from labkit.lang.editions import english_printed_in
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    found = [line for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+    nb = nbformat.read(path, as_version=4)          # multi-line texts joined, as a run gives them
+    found = [line for i, c in enumerate(nb.cells) if c.cell_type == "code"
              for line in english_printed_in(path, i, c.get("outputs", []))]
     assert found == []
 
@@ -148,3 +148,51 @@ def test_the_reference_figures_come_from_the_committed_run():
         assert "this run is reference run 'cpu'" in shown, name
         for key, value in entry["values"].items():
             assert f"{round(value, 3):g}"[:4] in shown, (name, key, value)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def widgets_without_a_still(nb) -> list[str]:
+    """The widget outputs a reader with no kernel would see as a repr: no HTML still beside."""
+    return [f"cell {i}" for i, c in enumerate(nb["cells"]) for o in c.get("outputs", [])
+            if WIDGET_VIEW in o.get("data", {}) and "text/html" not in o["data"]]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_committed_widget_shows_a_still_to_a_reader_with_no_kernel(path):
+    assert widgets_without_a_still(json.loads(path.read_text(encoding="utf-8"))) == []
+
+
+def test_a_widget_with_no_still_is_named():
+    nb = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "display_data", "data": {WIDGET_VIEW: {}, "text/plain": "VBox()"}}]}]}
+    assert widgets_without_a_still(nb) == ["cell 0"]
+
+
+def test_each_notebook_runs_at_its_own_size_and_the_committed_run_says_which():
+    assert outputs.size_of(outputs.NOTEBOOKS / "05_slots_live.ipynb") == "quick"
+    assert outputs.size_of(outputs.NOTEBOOKS / "05_roofline.ipynb") == "full"
+    assert outputs.size_of(outputs.NOTEBOOKS / "zh-TW" / "08_capacity_planning.ipynb") == "full"
+    for path in NOTEBOOKS:
+        run = _reference(path)
+        if run:
+            assert run["size"] == outputs.size_of(path), path.name
+
+
+def test_a_refreshed_notebook_keeps_no_widget_state_and_its_pictures_are_made_smaller():
+    import datetime as dt
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("panel")])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {}}}}
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.effect_noise((200, 120), 40).convert("RGBA").save(buf, format="PNG")
+    png = base64.b64encode(buf.getvalue()).decode()
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={
+        "image/png": png, "text/html": f'<img src="data:image/png;base64,{png}">'})]
+    outputs.stamp(nb, size="full", started=dt.datetime(2026, 12, 4), seconds=1)
+    assert "widgets" not in nb.metadata
+    data = nb.cells[0].outputs[0]["data"]
+    assert len(data["image/png"]) <= len(png)
+    inline = outputs.INLINE_PNG.search(data["text/html"]).group(2)
+    assert inline == data["image/png"]                   # the still's picture, made smaller alike

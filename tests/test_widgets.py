@@ -39,6 +39,31 @@ def test_widget_controls_drive_update():
     assert p._widgets["slots"].value == 2 and p.result.n_ctx_slot == 8192
 
 
+def test_a_panel_displays_as_the_live_widget_with_a_still_for_a_reader_with_no_kernel():
+    """The one output a panel leaves: the widget view for JupyterLab, and for a code host or
+    the rendered edition the panel as it stands (title, figure, table), which follows update()."""
+    pytest.importorskip("ipywidgets")
+    import base64
+    from unittest import mock
+    p = widgets.gantt_panel(n=6)
+    with mock.patch("IPython.display.display") as display:
+        p._ipython_display_()
+    (bundle,), kwargs = display.call_args
+    assert kwargs == {"raw": True}
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == p.widget().model_id
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    html = bundle["text/html"]
+    assert p.title in html and f'base64,{bundle["image/png"]}' in html
+    assert "continuous" in html and "ttft" in html                # its result, as the panel prints it
+    before = p.still()["text/html"]
+    p.update(slots=1)
+    assert p.still()["text/html"] != before             # the still is the panel as it stands now
+    slots = widgets.slots_panel(n_ctx=16384, slots=4)
+    assert "n_ctx_slot=4096" in slots.still()["text/html"]
+    slots.figure = None                                  # a panel with no figure: its result alone
+    assert "image/png" not in slots.still() and "<img" not in slots.still()["text/html"]
+
+
 def test_capacity_panel():
     p = widgets.capacity_panel()
     f16 = p.result.conversations

@@ -195,7 +195,7 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
     r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
     r"^Context size has been exceeded\.$",       # the body of the engine's HTTP 500, alone
     r"\b[\w-]+ (split|unified) np\d+\b",          # a classroom config, a key the code groups by
-    r"參考：[^；\n]*",                             # a reference run's device and machine, as named by
+    r"參考 \w+：[^；\n]*",                         # a reference run's device and machine, as named by
 ]                                                 # llama.cpp and the CPU (labkit.lessons.reference)
 # A printed line of Python (a function's source): a statement, an assignment, a call or a
 # comment, after the line's number if it has one. Its words are the program's, not prose.

@@ -8,7 +8,9 @@ next to each recorded reference run's, with the reference machine named and the 
 
 The reference figures live in ``data/reference/<label>.json``, one file per reference run:
 ``cpu.json`` for the CPU run the notebooks' committed outputs come from, and one more per GPU
-run (``gpu.json``, or any label) labelled with the device llama.cpp offloaded to. A run records
+run (``gpu.json`` from ``benchmarks/gpu/run.sh``, or any label). Each notebook's figures are
+labelled with the device they were measured on: the GPU llama.cpp offloads to for 00, which
+takes the compute path, and the CPU for the others, whose servers keep every layer there. A run records
 itself when ``LABKIT_RECORD_REFERENCE`` names its label (``python -m labkit.outputs refresh``
 sets ``cpu``; ``--reference gpu`` on a machine with a GPU), and only from the English edition,
 so each reference figure comes from exactly one notebook run.
@@ -72,6 +74,12 @@ QUANTITIES: dict[str, list[tuple[str, str, str, str]]] = {
 }
 
 
+# Where each notebook's figures are measured: on the compute path the notebook chose (the GPU
+# when llama.cpp offloads to one), or on the CPU whatever the machine has (every layer on the
+# CPU: 02 sets -ngl 0, and the servers of 04, 05, 06 and 08 take the default, 0).
+ON_THE_COMPUTE_PATH = {"00_setup"}
+
+
 class UnknownQuantity(KeyError):
     pass
 
@@ -123,9 +131,10 @@ def record(notebook: str, values: dict[str, float], label: str,
     folder = folder or REFERENCE_DIR
     path = folder / f"{label}.json"
     run = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    run.update({"label": label, "machine": this_machine(), "device": this_device()})
+    run.update({"label": label, "machine": this_machine()})
     run.setdefault("notebooks", {})[notebook] = {
         "date": (today or dt.date.today()).isoformat(),
+        "device": this_device() if notebook in ON_THE_COMPUTE_PATH else "CPU",
         "size": "quick" if quick() else "full",
         "values": {k: float(v) for k, v in values.items()}}
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,12 +142,14 @@ def record(notebook: str, values: dict[str, float], label: str,
     return path
 
 
-def column(run: dict, entry: dict) -> str:
-    """A reference run's column heading: its device, machine, date and size."""
+def described(run: dict, entry: dict) -> str:
+    """The line naming a reference run under the table: its label, the device its figures were
+    measured on, the machine, the date and the size."""
     size = pick(entry["size"], {"quick": "快速", "full": "完整"}[entry["size"]])
-    device = run["device"] if run["device"] != "CPU" else pick("CPU", "CPU")
-    return pick(f"reference: {device}, {run['machine']}; {entry['date']}, {size} size",
-                f"參考：{device}，{run['machine']}；{entry['date']}，{size}大小")
+    return pick(f"reference {run['label']}: measured on {entry['device']}, {run['machine']}; "
+                f"{entry['date']}, {size} size",
+                f"參考 {run['label']}：在 {entry['device']} 上量測，{run['machine']}；"
+                f"{entry['date']}，{size}大小")
 
 
 def beside(notebook: str, values: dict[str, float], folder: Path | None = None):
@@ -171,10 +182,11 @@ def beside(notebook: str, values: dict[str, float], folder: Path | None = None):
         if not entry:
             continue
         ref = [entry["values"].get(k) for k in values]
-        heading = column(run, entry)
-        table[heading] = [None if r is None else round(r, 3) for r in ref]
-        table[heading + pick(": yours ÷ reference", "：你的 ÷ 參考")] = [
+        table[pick(f"reference {run['label']}", f"參考 {run['label']}")] = [
+            None if r is None else round(r, 3) for r in ref]
+        table[pick(f"yours ÷ {run['label']}", f"你的 ÷ {run['label']}")] = [
             None if not r else round(float(v) / r, 2) for v, r in zip(values.values(), ref)]
+        notes.append(described(run, entry))
         if entry["size"] != size_here:
             notes.append(pick(
                 f"the {run['label']} reference ran at {entry['size']} size and this run at "

@@ -162,9 +162,37 @@ class Panel:
         from ..lang.i18n import show
         return show(self.result) if isinstance(self.result, pd.DataFrame) else self.result
 
+    def still(self) -> dict:
+        """The panel as it stands, for a reader with no kernel: its title, figure and result as
+        HTML (the figure inlined as a PNG) and the figure alone as ``image/png``. JupyterLab shows
+        the live widget instead; a code host, the rendered edition and nbconvert show this."""
+        import base64
+        import html
+
+        import pandas as pd
+
+        from ..machine.atomic import figure_bytes
+        parts, bundle = [], {}
+        if self.title:
+            parts.append(f"<p><b>{html.escape(self.title)}</b></p>")
+        if self.figure is not None:
+            png = base64.b64encode(figure_bytes(self.figure, "png")).decode("ascii")
+            bundle["image/png"] = png
+            parts.append(f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.title)}">')
+        shown = self.shown()
+        if isinstance(shown, pd.DataFrame):
+            parts.append(shown.to_html())
+        elif hasattr(shown, "_repr_html_") and shown._repr_html_() is not None:
+            parts.append(shown._repr_html_())
+        else:
+            parts.append(f"<pre>{html.escape(str(shown))}</pre>")
+        bundle["text/html"] = "\n".join(parts)
+        return bundle
+
     def _ipython_display_(self):
         from IPython.display import display
-        display(self.widget())
+        ui = self.widget()
+        display({**ui._repr_mimebundle_(), **self.still()}, raw=True)
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.title!r} {self.values}>"
