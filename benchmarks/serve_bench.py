@@ -91,15 +91,8 @@ def versions(bin_dir: Path) -> dict:
                                    if line.startswith(("version", "built with")))
     import llama_cpp
     out["llama_cpp system_info"] = llama_cpp.llama_print_system_info().decode().strip()
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    out["cpu"] = f"{cpu} ({os.cpu_count()} logical CPUs)"
+    from labkit.machine.runenv import cpu_model
+    out["cpu"] = f"{cpu_model()} ({os.cpu_count()} logical CPUs)"
     return out
 
 

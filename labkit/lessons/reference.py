@@ -30,7 +30,7 @@ from pathlib import Path
 from ..lang.choice import lang
 from ..lang.i18n import pick
 from ..machine.atomic import write_atomic
-from ..machine.runenv import quick
+from ..machine.runenv import cpu_model, quick
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_DIR = ROOT / "data" / "reference"
@@ -93,14 +93,7 @@ def _names(notebook: str) -> dict[str, tuple[str, str, str]]:
 
 def this_machine() -> str:
     """The CPU, as a reference run names its machine: "Intel Xeon ..., 2 CPUs, Linux"."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model() or platform.processor() or platform.machine()
     return f"{model}, {os.cpu_count()} CPUs, {platform.system()}"
 
 

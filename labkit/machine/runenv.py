@@ -104,3 +104,14 @@ def server_threads_beside_client() -> int:
     thread that shares its core with the benchmark client or the HTTP front slows every
     step; leaving that core free matters more than the extra thread gains."""
     return max(1, usable_cores() - 1)
+
+
+def cpu_model() -> str:
+    """The CPU's name as the system gives it ("AMD EPYC"), or "" where it gives none."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
