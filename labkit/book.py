@@ -210,6 +210,26 @@ def zh_map(text: str) -> str:
     return text[start:end if end >= 0 else None]
 
 
+_HEADING = re.compile(r"<h([1-6])([^>]*)>(.*?)</h\1>", re.S)
+
+
+def github_anchor(heading_html: str) -> str:
+    """The anchor a code host gives a markdown heading (GitHub's rule: the heading's text in
+    lower case, punctuation but hyphens dropped, each space a hyphen), which is what links
+    written in the repository's markdown files use."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", heading_html)).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def with_github_anchors(body: str) -> str:
+    """Each heading of a rendered markdown file keeps the id nbconvert gave it and gains, as an
+    empty anchor inside it, the id a code host gives it, so that a link written for the code
+    host (README.zh-TW.md to notebooks/README.md#...) also lands in the site."""
+    def one(m):
+        return f'<h{m[1]}{m[2]}><a id="{github_anchor(m[3])}"></a>{m[3]}</h{m[1]}>'
+    return _HEADING.sub(one, body)
+
+
 def markdown_html(page: Page, mathjax_url: str | None) -> str:
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
     text = page.source.read_text(encoding="utf-8")
@@ -217,12 +237,12 @@ def markdown_html(page: Page, mathjax_url: str | None) -> str:
         text = "# labkit\n\n" + zh_map(text)
     title = TITLES[page.language][page.name]
     script = (f'<script src="{html.escape(mathjax_url)}"></script>' if mathjax_url else "")
+    body = with_github_anchors(markdown2html_mistune(text))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             "<style>body{font:16px/1.5 sans-serif;margin:0}main{max-width:72em;margin:auto;"
             "padding:1em 2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
             "padding:.3em .5em;vertical-align:top}code{background:#f3f3f3;padding:0 .2em}"
-            f"</style>{script}</head><body><main>{markdown2html_mistune(text)}</main>"
-            "</body></html>\n")
+            f"</style>{script}</head><body><main>{body}</main></body></html>\n")
 
 
 def copy_mathjax(out: Path) -> str | None:

@@ -87,13 +87,17 @@ def test_the_site_is_built_with_no_link_leading_nowhere(site):
 
 def test_a_broken_link_and_a_missing_anchor_are_caught(tmp_path):
     """The build's own failing case: a notebook linking to a missing file and to an anchor its
-    target page does not have."""
+    target page does not have, and a markdown link at a code host's anchor that no heading
+    gives (beside one that a heading does)."""
     root = tmp_path / "repo"
     for rel in ("notebooks/README.md", "README.zh-TW.md", "docs/GLOSSARY.md"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
     (root / "notebooks" / "zh-TW").mkdir()
-    (root / "notebooks/README.md").write_text("# map\n\n[a](01_a.ipynb#no-such-heading)\n")
-    (root / "README.zh-TW.md").write_text("# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n")
+    (root / "notebooks/README.md").write_text(
+        "# map\n\n## The map: of it all\n\n[a](01_a.ipynb#no-such-heading)\n")
+    (root / "README.zh-TW.md").write_text(
+        "# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n"
+        "[there](notebooks/README.md#the-map-of-it-all) [gone](notebooks/README.md#the-map)\n")
     (root / "docs/GLOSSARY.md").write_text("# glossary\n")
     import nbformat
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
@@ -103,7 +107,8 @@ def test_a_broken_link_and_a_missing_anchor_are_caught(tmp_path):
     built = book.build(tmp_path / "out", root=root)
     assert sorted(built.broken) == [("en/01_a.html", "../docs/GONE.md"),
                                     ("en/index.html", "en/01_a.html#no-such-heading"),
-                                    ("zh-TW/01_a.html", "../docs/GONE.md")]
+                                    ("zh-TW/01_a.html", "../docs/GONE.md"),
+                                    ("zh-TW/index.html", "en/index.html#the-map")]
 
 
 # ------------------------------------------------------------------------------ as seen
@@ -223,7 +228,9 @@ def test_the_reader_check_sees_what_is_wrong(tmp_path):
     (root / "notebooks" / "zh-TW").mkdir(parents=True)
     (root / "docs").mkdir()
     (root / "notebooks/README.md").write_text("# map\n\n[a](01_a.ipynb)\n")
-    (root / "README.zh-TW.md").write_text("# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n")
+    (root / "README.zh-TW.md").write_text(
+        "# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n"
+        "[there](notebooks/README.md#the-map-of-it-all) [gone](notebooks/README.md#the-map)\n")
     (root / "docs/GLOSSARY.md").write_text("# glossary\n")
     import base64
     import io
