@@ -468,6 +468,60 @@ def test_stages_that_change_nothing_are_left_out_of_the_chain(eng):
     assert stages(temperature=0, repeat_penalty=1.1, logit_bias=[(5, 1.0)]) == 3
 
 
+def chain_pick(sampler, logits):
+    """The token ``sampler``'s llama.cpp chain picks from ``logits`` (applied, not accepted)."""
+    import ctypes
+
+    import llama_cpp
+    import numpy as np
+    cur = (llama_cpp.llama_token_data * len(logits))()
+    for i, x in enumerate(logits):
+        cur[i].id, cur[i].logit, cur[i].p = i, float(x), 0.0
+    arr = llama_cpp.llama_token_data_array(data=cur, size=len(logits), selected=-1, sorted=False)
+    llama_cpp.llama_sampler_apply(sampler.ptr, ctypes.byref(arr))
+    return int(np.int32(cur[arr.selected].id))
+
+
+def test_the_engines_greedy_pick_is_the_chains(eng):
+    """The engine picks a token for a greedy slot with numpy's argmax over its logits instead
+    of running the llama.cpp chain (Sampler.argmax_only): on ties, bans, pushes and a ban of
+    the largest logit, both give the same token. The chain keeps the first largest logit;
+    taking the last one would give another token on the tie, and ignoring the biases another
+    on the others."""
+    import numpy as np
+    from labkit.engine.sampling import Sampler
+    vocab, n = eng.model.vocab, eng.n_vocab
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=n).astype(np.float32)
+    tie = base.copy()
+    tie[[100, 2000]] = base.max() + 1.0                      # two equal largest logits
+    top = int(base.argmax())
+    cases = [
+        ({}, tie, 100),
+        ({"logit_bias": [(top, float("-inf"))]}, base, None),     # the largest one banned
+        ({"logit_bias": [(7, 50.0)]}, base, 7),                    # a push that wins
+        ({"logit_bias": [(7, 25.0), (7, 25.0)]}, base, 7),         # the same token twice
+        ({"ignore_eos": True}, np.where(np.arange(n) == eng.eog[0], 99.0, base), None),
+    ]
+    for kw, logits, expected in cases:
+        s = Sampler(vocab, SamplingParams(temperature=0, **kw), eng.eog)
+        try:
+            assert s.argmax_only
+            ours = s.argmax_of(logits.astype(np.float32))
+            assert ours == chain_pick(s, logits), kw
+            if expected is not None:
+                assert ours == expected
+            assert ours != int(logits.argmax()) or not kw, kw      # the biases did something
+        finally:
+            s.close()
+    assert int(len(tie) - 1 - tie[::-1].argmax()) == 2000          # the wrong rule differs
+    for kw in ({}, {"temperature": 0, "repeat_penalty": 1.1},
+               {"temperature": 0, "grammar": 'root ::= "a"'}):
+        s = Sampler(vocab, SamplingParams(**kw), eng.eog)
+        assert not s.argmax_only, kw                          # these run the chain
+        s.close()
+
+
 def test_a_character_cut_by_max_tokens_is_never_sent(eng):
     prompt = eng.tokenize("我爱")   # its next characters take three tokens each
     cut = list(eng.submit(prompt, SamplingParams(max_tokens=2, **GREEDY)))

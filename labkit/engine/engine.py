@@ -41,6 +41,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 import llama_cpp
+import numpy as np
 
 from ..models import kv
 from .config import EngineConfig
@@ -524,13 +525,27 @@ class Engine:
     # ------------------------------------------------------------------ 5. sample
 
     def _sample(self, work: list[Work], i: int, m: int) -> None:
-        """Sample a token for every slot whose logits are in batch[i:i+m], and stream it."""
+        """Sample a token for every slot whose logits are in batch[i:i+m], and stream it.
+
+        A slot whose chain is a greedy pick and biases (:attr:`Sampler.argmax_only`) takes the
+        argmax of its row of the logits, which llama.cpp keeps for the call's outputs in batch
+        order; the others run their llama.cpp sampler chain."""
         ctx, end = self.ctx.ptr, i + m
+        logits = None
         for w in work:
             s = w.slot
             if i <= s.i_batch < end and s.busy:
                 idx = s.i_batch - i
-                tok = s.sampler.sample(ctx, idx)
+                if s.sampler.argmax_only:
+                    if logits is None:
+                        rows = np.flatnonzero(self._batch.logits[i:end])
+                        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(ctx),
+                                                       shape=(len(rows), self.n_vocab))
+                    # a decode-only step asks logits of every token: row idx is output idx
+                    row = idx if len(rows) == m else int(rows.searchsorted(idx))
+                    tok = s.sampler.argmax_of(logits[row])
+                else:
+                    tok = s.sampler.sample(ctx, idx)
                 probs = s.sampler.probs(ctx, idx, tok) if s.request.params.n_probs > 0 else None
                 s.i_batch = -1
                 self._on_token(s, tok, self._now(), probs)

@@ -147,6 +147,15 @@ class Sampler:
         biases = self._biases(vocab, params.logit_bias)
         if params.ignore_eos:
             biases += [(t, float("-inf")) for t in eog]
+        # A chain of nothing but biases and a greedy pick (temperature 0, no penalties, no
+        # grammar) picks the first largest biased logit and keeps no state: the engine picks it
+        # for all such slots from the logits with numpy (argmax_of), not through the chain.
+        self.argmax_only = (params.temperature <= 0 and grammar is None
+                            and not params.penalized)
+        self._bias_ids = np.array([t for t, _ in biases], dtype=np.intp)
+        self._bias = np.array([b for _, b in biases], dtype=np.float32)
+        self._banned = frozenset(t for t, b in biases if b <= 0)
+        self._bans_only = len(self._banned) == len(biases)
         if biases:
             arr = (llama_cpp.llama_logit_bias * len(biases))()
             for i, (t, b) in enumerate(biases):
@@ -209,6 +218,18 @@ class Sampler:
         llama_cpp.llama_sampler_accept(self.grammar, tok)
         llama_cpp.llama_sampler_accept(self.ptr, tok)
         return tok
+
+    def argmax_of(self, logits: np.ndarray) -> int:
+        """The token this chain picks from ``logits`` (one output's row) when it is
+        :attr:`argmax_only`: llama.cpp's greedy sampler takes the first largest logit after the
+        biases, and so does ``argmax``. When every bias lowers (ignore_eos bans the
+        end-of-generation tokens) the unbiased argmax stands unless it is a lowered token."""
+        tok = int(logits.argmax())
+        if not len(self._bias) or (self._bans_only and tok not in self._banned):
+            return tok
+        biased = logits.copy()
+        np.add.at(biased, self._bias_ids, self._bias)
+        return int(biased.argmax())
 
     def _pick(self, ctx, idx: int, with_grammar: bool) -> int:
         """Run the chain (after the grammar, if asked) over the logits; accept nothing."""

@@ -1,7 +1,8 @@
 """Generation requests between the engine's thread and the event loop.
 
 :func:`submit` starts the requests of one HTTP request (``n`` choices per prompt); their
-events cross into asyncio with ``loop.call_soon_threadsafe``. :func:`collect` waits for a
+events cross into asyncio through the loop's :class:`Mailbox` (one ``call_soon_threadsafe``
+for all the events of an engine step, not one per token). :func:`collect` waits for a
 plain answer's final events, :func:`stream` sends a streamed one as server-sent events in
 the chunks a :class:`~.shapes.StreamShape` builds. Either cancels the requests when the
 client goes away, so their slots free at the engine's next step.
@@ -10,6 +11,9 @@ client goes away, so their slots free at the engine's next step.
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
+from collections import deque
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -20,6 +24,55 @@ from .shapes import DONE, StreamShape, sse
 from .validate import choice_params
 
 
+class Mailbox:
+    """Events posted from the engine's thread, handed to the event loop in bursts.
+
+    The engine streams a token for every slot at every step; waking the loop for each
+    (``call_soon_threadsafe`` writes to its wake-up pipe) costs the engine's thread a system
+    call per token and the loop a wake-up per token. A mailbox wakes the loop once for all that
+    is posted until it drains: the first post schedules the drain, later ones only append.
+    """
+
+    _of_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    _made = threading.Lock()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._items: deque = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> "Mailbox":
+        """The one mailbox of ``loop``."""
+        with cls._made:
+            box = cls._of_loop.get(loop)
+            if box is None:
+                box = cls._of_loop[loop] = cls(loop)
+            return box
+
+    def post(self, q: asyncio.Queue, item) -> None:
+        """From any thread: ``q.put_nowait(item)`` on the loop, in posting order."""
+        with self._lock:
+            self._items.append((q, item))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the event loop closed while we were generating
+            with self._lock:
+                self._items.clear()
+                self._scheduled = False
+
+    def _drain(self) -> None:
+        with self._lock:
+            items, self._items = self._items, deque()
+            self._scheduled = False
+        for q, item in items:
+            q.put_nowait(item)
+
+
 def submit(eng: Engine, prompts: list[list[int]], params: SamplingParams, n: int, loop,
            streamed: bool, ids: list[list[int]] | None = None) -> tuple[list, asyncio.Queue]:
     """Start ``n`` requests (choices) per prompt, choice k seeded ``seed + k`` as in
@@ -28,16 +81,14 @@ def submit(eng: Engine, prompts: list[list[int]], params: SamplingParams, n: int
     With ``ids`` (a list per index), each answer's token ids are gathered there. A request
     the engine refuses is llama-server's error for it."""
     q: asyncio.Queue = asyncio.Queue()
+    post = Mailbox.of(loop).post
 
     def forward(index):
         def on_event(ev):
             if ids is not None and type(ev) is not FinalEvent and ev.token >= 0:
                 ids[index].append(ev.token)
             if streamed or type(ev) is FinalEvent:
-                try:
-                    loop.call_soon_threadsafe(q.put_nowait, (index, ev))
-                except RuntimeError:  # the event loop closed while we were generating
-                    pass
+                post(q, (index, ev))
         return on_event
     handles = []
     try:
