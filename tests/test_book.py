@@ -228,9 +228,7 @@ def test_the_reader_check_sees_what_is_wrong(tmp_path):
     (root / "notebooks" / "zh-TW").mkdir(parents=True)
     (root / "docs").mkdir()
     (root / "notebooks/README.md").write_text("# map\n\n[a](01_a.ipynb)\n")
-    (root / "README.zh-TW.md").write_text(
-        "# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n"
-        "[there](notebooks/README.md#the-map-of-it-all) [gone](notebooks/README.md#the-map)\n")
+    (root / "README.zh-TW.md").write_text("# x\n\n## 筆記本\n\n[a](notebooks/zh-TW/01_a.ipynb)\n")
     (root / "docs/GLOSSARY.md").write_text("# glossary\n")
     import base64
     import io
@@ -252,7 +250,7 @@ def test_the_reader_check_sees_what_is_wrong(tmp_path):
     built = book.build(out, root=root)
     (out / "zh-TW" / "01_a.html").unlink()
     page = out / "en" / "01_a.html"                          # the plot's picture lost on the way
-    page.write_text(re.sub(r'<img src="data:image/png[^>]*>', "", page.read_text(encoding="utf-8")),
+    page.write_text(re.sub(r'<img [^>]*src="data:image/png[^>]*>', "", page.read_text(encoding="utf-8")),
                     encoding="utf-8")
     (out / "en" / "glossary.html").write_text(
         '<html lang="en"><body><nav class="labkit-bar"><a class="labkit-switch" '
