@@ -35,7 +35,8 @@ is also printed round by round (each round's two runs were made minutes apart).
 
 ``--parity`` is the whole comparison in one command: labkit and llama-server only, -c 16384
 split KV, on the embedded model at 1, 2, 4 and 8 slots and on the GPU-speed stand-in at 1, 4,
-8 and 16, three rounds each, and a last table of every ratio against its target.
+8 and 16 (48 timing-only requests a run there: answers max_tokens long, ignore_eos), three
+rounds each, and a last table of every ratio against its target.
 
 Before every run it waits until the 1-minute load average is below --max-load (the machine
 is shared); the load at the start of every run is printed and kept.
@@ -44,6 +45,7 @@ is shared); the load at the start of every run is printed and kept.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import math
 import os
@@ -58,9 +60,9 @@ import pandas as pd
 
 from labkit import bench
 from labkit.bench import harness
-from labkit.bench.client import Sampling
 from labkit.bench.harness import QuietMachine
-from labkit.bench.runner import measure_target
+from labkit.bench.runner import default_sampling, measure_target
+from labkit.bench.timing import fixed_length
 from labkit.bench.worksheet import run_summary
 from labkit.server.launch import ServerConfig, launch
 from labkit.models.files import resolve_model
@@ -69,8 +71,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ("labkit", "llama-server", "llama_cpp.server")
 TARGET_TOK_S, TARGET_TOK_S_STAND_IN, TARGET_TTFT, TARGET_GAIN = 0.98, 0.95, 1.05, 1.0
 STAND_IN = "synthetic:gpu-speed-stand-in"
-# --parity: (model, slot counts) in the order they run; None is the embedded model.
-PARITY = ((None, (1, 2, 4, 8)), (STAND_IN, (1, 4, 8, 16)))
+# --parity: (model, slot counts, requests per run) in the order they run; None is the embedded
+# model; None requests: the workload as it is. The stand-in's text is noise, so its runs are
+# timing-only (every answer max_tokens long, ignore_eos) and four times as long as the
+# workload's 12 requests: a step takes a millisecond there, and a 12-request run lasts 0.3 s.
+PARITY = ((None, (1, 2, 4, 8), None), (STAND_IN, (1, 4, 8, 16), 48))
 PARITY_N_CTX = 16384
 
 
@@ -137,9 +142,9 @@ def one_run(kind, slots, a, bin_dir, wl, round_, quiet: QuietMachine
             ) -> tuple[pd.DataFrame, dict]:
     """One measured run on a fresh server, kept only if the machine stayed quiet."""
     cfg = server_config(kind, slots, a, bin_dir)
-    sampling = Sampling(max_tokens=wl.prompt.max_tokens, cache_prompt=False,
-                        response_format=wl.prompt.response_format,
-                        require_usage=kind != "llama_cpp.server")
+    # the workload's own fields (a timing-only workload: its fixed answer length, ignore_eos)
+    sampling = dataclasses.replace(default_sampling(wl),
+                                   require_usage=kind != "llama_cpp.server")
 
     def measure(monitor):
         with launch(cfg) as srv:
@@ -190,6 +195,14 @@ def fmt(x, spec=".1f"):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def correct_range(g: pd.DataFrame) -> str:
+    """The fewest and most answers graded correct in a run, or "not graded" (timing only)."""
+    c = pd.to_numeric(g["correct"], errors="coerce")
+    if c.isna().any():
+        return "not graded"
+    return f"{int(c.min())}-{int(c.max())}/{int(g['n_requests'].iloc[0])}"
+
+
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     runs = run_summary(rows)
     meta = rows.groupby("run_id", sort=False).agg(
@@ -212,8 +225,7 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
                     "ttft_rounds_ms": " / ".join(fmt(v * 1e3, ".0f") for v in g["ttft_p50_s"]),
                     "ttft_mean_ms": g["ttft_mean_s"].median() * 1e3,
                     "completion_tokens": g["completion_tokens"].median(),
-                    "correct": f"{int(g['correct'].min())}-{int(g['correct'].max())}/"
-                               f"{int(g['n_requests'].iloc[0])}",
+                    "correct": correct_range(g),
                     "errors": int(g["errors"].sum()),
                     "load1": " / ".join(fmt(v, ".2f") for v in g["load1"])})
     return pd.DataFrame(out)
@@ -321,6 +333,9 @@ def main(argv=None) -> int:
     p.add_argument("--model", "-m", default=None,
                    help="a GGUF path or synthetic:NAME (default: the embedded model)")
     p.add_argument("--docs", type=int, default=None, help="first N documents only")
+    p.add_argument("--requests", type=int, default=None,
+                   help="timing only: the documents repeated to N requests, every answer "
+                        "max_tokens long (ignore_eos), not graded")
     p.add_argument("--bin-dir", default=None,
                    help="folder with llama-server and llama-batched-bench "
                         "(default: benchmarks/build_llama_server.sh's)")
@@ -341,10 +356,10 @@ def main(argv=None) -> int:
         run(a, argv)
         return 0
     verdicts = []
-    for model, slots in PARITY:
+    for model, slots, requests in PARITY:
         one = argparse.Namespace(**{**vars(a), "model": model, "slots": list(slots),
                                     "servers": ["labkit", "llama-server"],
-                                    "n_ctx": PARITY_N_CTX})
+                                    "n_ctx": PARITY_N_CTX, "requests": requests})
         if a.out:
             one.out = str(Path(a.out) / (model or "embedded").replace(":", "_"))
         print(f"\n## {model or 'the embedded model'}\n")
@@ -378,6 +393,8 @@ def run(a, argv) -> pd.DataFrame:
     wl = bench.load_workload(a.workload)
     if a.docs:
         wl = wl.head(a.docs)
+    if a.requests:
+        wl = fixed_length(wl, a.requests, wl.prompt.max_tokens)
     model = str(resolve_model(a.model))
     started = dt.datetime.now().astimezone()
     cmdline = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__, ROOT)]
@@ -431,8 +448,10 @@ def run(a, argv) -> pd.DataFrame:
             f"processes' CPU during the kept runs: {max(x['foreign_cores'] for x in runs):.2f} "
             f"cores at most; runs discarded and repeated because others were busy: "
             f"{sum(x['discarded'] for x in runs)}",
-            f"Workload: {wl.name}, {len(wl)} requests, closed loop, in flight = slots, "
-            f"temperature 0, cache_prompt false, max_tokens {wl.prompt.max_tokens}; "
+            f"Workload: {wl.name}, {len(wl)} requests"
+            f"{' (timing only: ignore_eos, not graded)' if wl.meta.get('ignore_eos') else ''}, "
+            f"closed loop, in flight = slots, temperature 0, cache_prompt false, "
+            f"max_tokens {wl.meta.get('max_tokens', wl.prompt.max_tokens)}; "
             f"-c {a.n_ctx} (split KV) -t {a.threads} -b {a.batch} -ub {a.ubatch}; "
             f"{a.rounds} rounds, fresh server per run, servers alternated",
             f"Model: {a.model or 'embedded'} ({model})",
