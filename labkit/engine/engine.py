@@ -14,7 +14,8 @@ repeats :meth:`Engine._step`, five steps in this order:
 4. **Decode.** One ``llama_decode`` runs the model over the whole batch;
    every slot advances together.
 5. **Sample.** Each slot with fresh logits samples its next token with its own
-   sampler chain; text goes out to the client at once. A slot that is done
+   sampler chain (a greedy one by numpy's argmax of its logits row: the same token);
+   text goes out to the client at once. A slot that is done
    (end-of-generation, stop string, max_tokens, slot full) frees its seat for
    the next waiting request *at the next step*, not at the end of some batch:
    that is the "continuous" in continuous batching.
