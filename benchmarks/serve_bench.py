@@ -195,6 +195,11 @@ def fmt(x, spec=".1f"):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def per_round(values, spec=".2f") -> str:
+    """Values one per round, "a / b / c"."""
+    return " / ".join(fmt(v, spec) for v in values)
+
+
 def correct_range(g: pd.DataFrame) -> str:
     """The fewest and most answers graded correct in a run, or "not graded" (timing only)."""
     c = pd.to_numeric(g["correct"], errors="coerce")
@@ -207,27 +212,26 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     runs = run_summary(rows)
     meta = rows.groupby("run_id", sort=False).agg(
         bench_server=("bench_server", "first"), bench_slots=("bench_slots", "first"),
-        load1=("load1", "first"), completion_tokens=("completion_tokens", "sum"),
-        **({"round": ("round", "first")} if "round" in rows else {}))
+        load1=("load1", "first"), completion_tokens=("completion_tokens", "sum"))
     runs = runs.merge(meta, left_on="run_id", right_index=True)
     ttft_mean = rows.assign(t=pd.to_numeric(rows["ttft_s"], errors="coerce")) \
         .groupby("run_id")["t"].mean().rename("ttft_mean_s")
     runs = runs.merge(ttft_mean, left_on="run_id", right_index=True)
     out = []
     for (kind, n), g in runs.groupby(["bench_server", "bench_slots"], sort=False):
-        g = g.sort_values("round") if "round" in g else g
+        g = g.sort_values("round")
         out.append({"server": kind, "slots": int(n), "rounds": len(g),
                     "tok_s": g["output_tok_s"].median(),
                     "tok_s_list": list(g["output_tok_s"]),
                     "ttft_list": list(g["ttft_p50_s"] * 1e3),
-                    "tok_s_rounds": " / ".join(fmt(v) for v in g["output_tok_s"]),
+                    "tok_s_rounds": per_round(g["output_tok_s"], ".1f"),
                     "ttft_p50_ms": g["ttft_p50_s"].median() * 1e3,
-                    "ttft_rounds_ms": " / ".join(fmt(v * 1e3, ".0f") for v in g["ttft_p50_s"]),
+                    "ttft_rounds_ms": per_round(g["ttft_p50_s"] * 1e3, ".0f"),
                     "ttft_mean_ms": g["ttft_mean_s"].median() * 1e3,
                     "completion_tokens": g["completion_tokens"].median(),
                     "correct": correct_range(g),
                     "errors": int(g["errors"].sum()),
-                    "load1": " / ".join(fmt(v, ".2f") for v in g["load1"])})
+                    "load1": per_round(g["load1"])})
     return pd.DataFrame(out)
 
 
@@ -280,10 +284,9 @@ def report(summary: pd.DataFrame, rows: pd.DataFrame, bb: pd.DataFrame | None, s
         n = r["slots"]
         serial = (s.loc[("labkit", n)].tok_s / s.loc[("llama_cpp.server", n)].tok_s
                   if ("llama_cpp.server", n) in s.index else float("nan"))
-        lines.append(f"| {n} | {r['tok_s']:.3f}x | "
-                     f"{' / '.join(f'{x:.2f}' for x in r['tok_s_rounds'])} | "
+        lines.append(f"| {n} | {r['tok_s']:.3f}x | {per_round(r['tok_s_rounds'])} | "
                      f"{'yes' if r['tok_s_ok'] else 'NO'} | {r['ttft']:.3f}x | "
-                     f"{' / '.join(f'{x:.2f}' for x in r['ttft_rounds'])} | "
+                     f"{per_round(r['ttft_rounds'])} | "
                      f"{'yes' if r['ttft_ok'] else 'NO'} | {fmt(serial, '.2f')}x |")
     lo, hi = min(slots), max(slots)
     gains = {}
@@ -372,9 +375,9 @@ def main(argv=None) -> int:
              "per round | meets |", "|---|---:|---:|---|---:|---|---:|---|---|"]
     for v in verdicts:
         lines.append(f"| {v['model']} | {v['slots']} | {v['tok_s']:.3f}x | "
-                     f"{' / '.join(f'{x:.2f}' for x in v['tok_s_rounds'])} | "
+                     f"{per_round(v['tok_s_rounds'])} | "
                      f">= {v['target']:.2f} | {'yes' if v['tok_s_ok'] else 'NO'} | "
-                     f"{v['ttft']:.3f}x | {' / '.join(f'{x:.2f}' for x in v['ttft_rounds'])} | "
+                     f"{v['ttft']:.3f}x | {per_round(v['ttft_rounds'])} | "
                      f"{'yes' if v['ttft_ok'] else 'NO'} |")
     met = sum(v["tok_s_ok"] and v["ttft_ok"] for v in verdicts)
     lines += ["", f"{met} of {len(verdicts)} slot counts meet both targets."]

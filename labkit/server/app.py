@@ -9,8 +9,9 @@ client work unchanged):
     GET  /trace   (labkit's own: the engine's step trace as JSON)
 
 The engine runs on its own thread; each request's events cross into asyncio
-through the loop's mailbox (:class:`.generation.Mailbox`, one wake-up per step). The model loads in the background, and
-until it has, /health answers 503 as llama-server's does.
+through the loop's mailbox (:class:`.generation.Mailbox`, one wake-up per step).
+The model loads in the background, and until it has, /health answers 503 as
+llama-server's does.
 
 The event loop serves every client, so nothing slow runs on it: parsing a
 body, applying the chat template, tokenizing, detokenizing and serializing a
