@@ -43,9 +43,28 @@ def test_choose_slot_falls_back_to_least_recently_used():
     # a shared prefix below the similarity threshold (10% of the prompt) does not count
     slots[0].tokens = [1]
     assert choose_slot(slots, [1] + [5] * 20).id == 1
-    # without prompt caching the cache is ignored
+
+
+def test_choose_slot_is_llama_servers_get_available_slot():
+    """tools/server/server-context.cpp, get_available_slot: the match reads the free slots'
+    tokens whatever the request's cache_prompt (the engine's call passes none), and the least
+    recently used loop keeps the last slot with ``t_last_used <= t_last``."""
+    # every slot unused: llama-server's first request goes to its last slot
+    assert choose_slot([slot(0), slot(1), slot(2), slot(3)], [1, 2, 3]).id == 3
+    # equal ages: the last of them; an older slot before them still wins
+    slots = [slot(0, [7], t_last_used=1), slot(1, [8], t_last_used=4), slot(2, [9], t_last_used=1)]
+    assert choose_slot(slots, [1, 2, 3]).id == 2
+    slots[1].t_last_used = 0
+    assert choose_slot(slots, [1, 2, 3]).id == 1
+    # a slot sharing most of the prompt is chosen over the oldest one
     slots[0].tokens = [1, 2, 3]
-    assert choose_slot(slots, [1, 2, 3], cache_prompt=False).id == 1
+    assert choose_slot(slots, [1, 2, 3, 4]).id == 0
+    # among equal matches, the first in slot order (a strictly better match replaces it)
+    slots[2].tokens = [1, 2, 3, 9]
+    assert choose_slot(slots, [1, 2, 3, 4]).id == 0
+    # the check can say no: the rule labkit had, first of equals, picks another slot
+    ages = [slot(0), slot(1)]
+    assert min(ages, key=lambda s: s.t_last_used).id != choose_slot(ages, [5]).id
 
 
 def test_choose_slot_skips_busy_slots():

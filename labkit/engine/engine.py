@@ -365,8 +365,7 @@ class Engine:
         reserve = self.config.reserve and self.config.unified
         while self._waiting:
             req, handle, sampler = self._waiting[0]
-            slot = choose_slot(self._slots, req.prompt, req.params.cache_prompt,
-                               self.config.slot_prompt_similarity)
+            slot = choose_slot(self._slots, req.prompt, self.config.slot_prompt_similarity)
             if slot is None:
                 return
             need = reservation(len(req.prompt), req.params.max_tokens, self.n_ctx_slot)

@@ -4,12 +4,13 @@ Each engine step asks three questions, answered here (the admit step asks
 the first two, the plan step the third):
 
 1. *Which free slot gets the next waiting request?* (:func:`choose_slot`)
-   With prompt caching, the free slot whose cached tokens share the longest
-   prefix with the new prompt (so the least work is repeated), provided the
-   shared part is more than ``SLOT_PROMPT_SIMILARITY`` of the prompt;
-   otherwise the least recently used free slot. This is llama-server's rule
-   (``--slot-prompt-similarity``, default 0.1; 0 turns the match off, so every
-   request goes to the least recently used free slot).
+   The free slot whose cached tokens share the longest prefix with the new
+   prompt (so the least work is repeated), provided the shared part is more
+   than ``SLOT_PROMPT_SIMILARITY`` of the prompt; otherwise the least recently
+   used free slot (the last in slot order among equals). This is llama-server's
+   rule (``--slot-prompt-similarity``, default 0.1; 0 turns the match off, so
+   every request goes to the least recently used free slot), and like
+   llama-server it does not look at ``cache_prompt``.
 2. *May it start now?* (:func:`reserve_room`, only with ``reserve=True`` on a
    unified pool) Only if the cells it could ever need fit in what is free.
 3. *What goes into this step's batch?* (:func:`plan_step`) One decode token
@@ -38,13 +39,18 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
-def choose_slot(slots: Sequence[Slot], prompt: list[int], cache_prompt: bool = True,
+def choose_slot(slots: Sequence[Slot], prompt: list[int],
                 similarity: float = SLOT_PROMPT_SIMILARITY) -> Slot | None:
-    """The free slot for ``prompt`` (see the module docstring), or None if all are busy."""
+    """The free slot for ``prompt`` (see the module docstring), or None if all are busy.
+
+    llama-server's ``get_available_slot``: the match looks at what each free slot holds
+    whatever the request's ``cache_prompt`` says (that flag decides only whether the shared
+    prefix is kept once the slot is chosen), and among slots used equally long ago (at
+    start, all of them) the least recently used is the last in slot order."""
     free = [s for s in slots if not s.busy]
     if not free:
         return None
-    if cache_prompt and prompt and similarity > 0:  # 0: llama-server skips the match
+    if prompt and similarity > 0:  # 0: llama-server skips the match
         best, best_n = None, 0
         for s in free:
             n = common_prefix(s.tokens, prompt)
@@ -52,7 +58,11 @@ def choose_slot(slots: Sequence[Slot], prompt: list[int], cache_prompt: bool = T
                 best, best_n = s, n
         if best is not None and best_n / len(prompt) > similarity:
             return best
-    return min(free, key=lambda s: s.t_last_used)
+    lru = free[0]
+    for s in free[1:]:
+        if s.t_last_used <= lru.t_last_used:
+            lru = s
+    return lru
 
 
 def reused_prefix(cached: list[int], prompt: list[int], cache_prompt: bool) -> int:
@@ -127,3 +137,40 @@ def plan_step(slots: Sequence[Slot], prefill_order: Sequence[Slot], n_batch: int
             work.append(Work(s, "prefill", n))
             room -= n
     return work
+
+
+def micro_batches(batch: Sequence[tuple[int, int]], n_ubatch: int, unified: bool = False
+                  ) -> list[int]:
+    """The micro-batches llama.cpp cuts one ``llama_decode`` batch into, by token count.
+
+    ``batch``: ``(sequence id, tokens)`` in batch order, each sequence's tokens together (as
+    :func:`plan_step` and llama-server lay them out). Every micro-batch is one pass through
+    the model's weights, so on a CPU, where reading the weights is much of a small batch's
+    cost, it is what a step costs beyond its tokens.
+
+    This is llama.cpp's rule (``llama_kv_cache::init_batch`` and ``llama_batch_allocr`` in its
+    src/llama-batch.cpp), not labkit's. A unified pool takes the tokens in order, ``n_ubatch``
+    at a time (``split_simple``). Split KV, one stream per sequence, uses ``split_equal`` with
+    ``sequential``: a micro-batch holds the sequences whose ids rise by one in the order they
+    first appear in what is left of the batch, and the same number of tokens from each (the
+    fewest any of them has left, at most ``n_ubatch`` in all); what is left goes into the next
+    micro-batch. So four decoding slots 0-3 are one micro-batch, slots 0, 1 and 3 are two.
+    """
+    if unified:
+        n = sum(k for _, k in batch)
+        return [min(n_ubatch, n - i) for i in range(0, n, n_ubatch)]
+    left = dict(batch)
+    if len(left) != len(batch):
+        raise ValueError("each sequence's tokens must be together in the batch")
+    order = [seq for seq, _ in batch]
+    sizes = []
+    while any(left[s] > 0 for s in order):
+        chosen: list[int] = []
+        for s in order:
+            if left[s] > 0 and (not chosen or s == chosen[-1] + 1):
+                chosen.append(s)
+        per_seq = max(1, min(min(left[s] for s in chosen), n_ubatch // len(chosen)))
+        for s in chosen:
+            left[s] -= per_seq
+        sizes.append(per_seq * len(chosen))
+    return sizes
