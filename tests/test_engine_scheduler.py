@@ -47,24 +47,32 @@ def test_choose_slot_falls_back_to_least_recently_used():
 
 def test_choose_slot_is_llama_servers_get_available_slot():
     """tools/server/server-context.cpp, get_available_slot: the match reads the free slots'
-    tokens whatever the request's cache_prompt (the engine's call passes none), and the least
-    recently used loop keeps the last slot with ``t_last_used <= t_last``."""
-    # every slot unused: llama-server's first request goes to its last slot
-    assert choose_slot([slot(0), slot(1), slot(2), slot(3)], [1, 2, 3]).id == 3
-    # equal ages: the last of them; an older slot before them still wins
-    slots = [slot(0, [7], t_last_used=1), slot(1, [8], t_last_used=4), slot(2, [9], t_last_used=1)]
-    assert choose_slot(slots, [1, 2, 3]).id == 2
-    slots[1].t_last_used = 0
-    assert choose_slot(slots, [1, 2, 3]).id == 1
-    # a slot sharing most of the prompt is chosen over the oldest one
+    tokens whatever the request's cache_prompt (the engine's call passes none)."""
+    slots = [slot(0, [7], t_last_used=3), slot(1, [8], t_last_used=1), slot(2, [9], t_last_used=2)]
     slots[0].tokens = [1, 2, 3]
     assert choose_slot(slots, [1, 2, 3, 4]).id == 0
     # among equal matches, the first in slot order (a strictly better match replaces it)
     slots[2].tokens = [1, 2, 3, 9]
     assert choose_slot(slots, [1, 2, 3, 4]).id == 0
-    # the check can say no: the rule labkit had, first of equals, picks another slot
-    ages = [slot(0), slot(1)]
-    assert min(ages, key=lambda s: s.t_last_used).id != choose_slot(ages, [5]).id
+    slots[2].tokens = [1, 2, 3, 4, 5]
+    assert choose_slot(slots, [1, 2, 3, 4]).id == 2
+
+
+def test_choose_slot_breaks_age_ties_by_slot_order_unlike_llama_server():
+    """The one listed difference (docs/ENGINE.md): among equally old slots labkit takes the
+    first, llama-server's loop (``t_last_used <= t_last``) the last."""
+    def llama_servers(free):
+        ret = None
+        for s in free:
+            if ret is None or s.t_last_used <= ret.t_last_used:
+                ret = s
+        return ret
+    fresh = [slot(0), slot(1), slot(2), slot(3)]
+    assert choose_slot(fresh, [1, 2, 3]).id == 0
+    assert llama_servers(fresh).id == 3
+    # ages apart, the two rules agree
+    aged = [slot(0, t_last_used=4), slot(1, t_last_used=2), slot(2, t_last_used=5)]
+    assert choose_slot(aged, [1]).id == llama_servers(aged).id == 1
 
 
 def test_choose_slot_skips_busy_slots():

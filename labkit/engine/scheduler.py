@@ -7,10 +7,11 @@ the first two, the plan step the third):
    The free slot whose cached tokens share the longest prefix with the new
    prompt (so the least work is repeated), provided the shared part is more
    than ``SLOT_PROMPT_SIMILARITY`` of the prompt; otherwise the least recently
-   used free slot (the last in slot order among equals). This is llama-server's
+   used free slot (the first in slot order among equals). This is llama-server's
    rule (``--slot-prompt-similarity``, default 0.1; 0 turns the match off, so
    every request goes to the least recently used free slot), and like
-   llama-server it does not look at ``cache_prompt``.
+   llama-server it does not look at ``cache_prompt``; only the tie is labkit's
+   (llama-server takes the last of equals).
 2. *May it start now?* (:func:`reserve_room`, only with ``reserve=True`` on a
    unified pool) Only if the cells it could ever need fit in what is free.
 3. *What goes into this step's batch?* (:func:`plan_step`) One decode token
@@ -43,10 +44,11 @@ def choose_slot(slots: Sequence[Slot], prompt: list[int],
                 similarity: float = SLOT_PROMPT_SIMILARITY) -> Slot | None:
     """The free slot for ``prompt`` (see the module docstring), or None if all are busy.
 
-    llama-server's ``get_available_slot``: the match looks at what each free slot holds
-    whatever the request's ``cache_prompt`` says (that flag decides only whether the shared
-    prefix is kept once the slot is chosen), and among slots used equally long ago (at
-    start, all of them) the least recently used is the last in slot order."""
+    As llama-server's ``get_available_slot`` does, the match looks at what each free slot
+    holds whatever the request's ``cache_prompt`` says (that flag decides only whether the
+    shared prefix is kept once the slot is chosen). One difference, labkit's: among slots
+    used equally long ago (at start, all of them) labkit takes the first in slot order,
+    llama-server the last (docs/ENGINE.md says why)."""
     free = [s for s in slots if not s.busy]
     if not free:
         return None
@@ -58,11 +60,7 @@ def choose_slot(slots: Sequence[Slot], prompt: list[int],
                 best, best_n = s, n
         if best is not None and best_n / len(prompt) > similarity:
             return best
-    lru = free[0]
-    for s in free[1:]:
-        if s.t_last_used <= lru.t_last_used:
-            lru = s
-    return lru
+    return min(free, key=lambda s: s.t_last_used)
 
 
 def reused_prefix(cached: list[int], prompt: list[int], cache_prompt: bool) -> int:

@@ -56,11 +56,14 @@ def chat_tokens(model, vocab, questions: list[str]) -> list[list[int]]:
 
 
 def engine_config(n_slots: int, *, n_ctx: int = N_CTX, n_batch: int = 2048, model_path=None):
-    """The :class:`~labkit.engine.EngineConfig` both sides use (split KV, one stripe a slot)."""
+    """The :class:`~labkit.engine.EngineConfig` both sides use (split KV, one stripe a slot),
+    with the prefix match off (``slot_prompt_similarity=0``, llama-server's ``-sps 0``): the
+    engine, like llama-server, would otherwise seat a request in the free slot holding the
+    most of its prompt, caching or not; the batcher seats it in the slot free longest."""
     from ..engine import EngineConfig
     from ..models.files import resolve_model
     return EngineConfig(str(resolve_model(model_path)), n_ctx=n_ctx, n_slots=n_slots,
-                        n_batch=n_batch)
+                        n_batch=n_batch, slot_prompt_similarity=0)
 
 
 @contextmanager
