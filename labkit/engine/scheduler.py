@@ -142,9 +142,9 @@ def micro_batches(batch: Sequence[tuple[int, int]], n_ubatch: int, unified: bool
     """The micro-batches llama.cpp cuts one ``llama_decode`` batch into, by token count.
 
     ``batch``: ``(sequence id, tokens)`` in batch order, each sequence's tokens together (as
-    :func:`plan_step` and llama-server lay them out). Every micro-batch is one pass through
-    the model's weights, so on a CPU, where reading the weights is much of a small batch's
-    cost, it is what a step costs beyond its tokens.
+    :func:`plan_step` and llama-server lay them out). Every micro-batch is one run of the
+    model's graph, one pass through its weights: the same tokens cut into more micro-batches
+    cost more passes.
 
     This is llama.cpp's rule (``llama_kv_cache::init_batch`` and ``llama_batch_allocr`` in its
     src/llama-batch.cpp), not labkit's. A unified pool takes the tokens in order, ``n_ubatch``
