@@ -15,6 +15,7 @@ Skipped when xllamacpp is not installed.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -367,3 +368,54 @@ def test_a_full_unified_pool_fails_every_request_alike():
                     t.join()
                 want = (200, {"error": error}) if streamed else (500, {"error": error})
                 assert results == [want, want], (kind, streamed)
+
+
+
+def _reservation(log: str) -> tuple:
+    """What a startup log says llama.cpp reserved for outputs: n_outputs_max, per sequence."""
+    return (re.findall(r"n_outputs_max\s*=\s*(\d+)", log),
+            re.findall(r"n_outputs_max_per_seq\s*=\s*(\d+)", log))
+
+
+def _compute_buffer(log: str) -> list[float]:
+    return [float(x) for x in re.findall(r"CPU compute buffer size =\s*([\d.]+) MiB", log)]
+
+
+def test_the_context_reserves_what_llama_servers_does(servers, capfd):
+    """llama-server asks llama.cpp for one output per sequence and n_parallel in all
+    (server_output_limits), so llama.cpp sizes its compute buffer for that many rows of
+    logits, not for a micro-batch of them; labkit's engine asks the same. The reference is
+    xllamacpp's llama-server run in this process, at verbosity 4 (``-lv 4``), the level from
+    which it prints llama.cpp's context lines."""
+    xlc = pytest.importorskip("xllamacpp")
+    from labkit.engine.native import LlamaContext, LlamaModel, quiet_llama
+    from labkit.server import reference
+    from labkit.server.args import parse_args
+    from labkit.models.files import resolve_model
+    from labkit.server.launch import free_port
+    base = FLAGS["base"]
+    model = str(resolve_model(servers["labkit"].config.model))
+    args = parse_args(["-m", model, "-c", str(base["n_ctx"]), "-np", str(base["n_slots"]),
+                       "--no-kv-unified", "--port", str(free_port())], "reference",
+                      llama_server=True)
+    p = reference.params_from_args(args)
+    p.verbosity = 4
+    capfd.readouterr()
+    server = xlc.Server(p)
+    try:
+        theirs, deadline = "", time.monotonic() + 30
+        while not _compute_buffer(theirs) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            theirs += capfd.readouterr().err
+    finally:
+        del server
+    ours = servers["labkit"].log_text()
+    assert _reservation(ours) == _reservation(theirs) == (
+        [str(base["n_slots"])], ["1"]), (_reservation(ours), _reservation(theirs))
+    # the check can say no: llama.cpp's default, on the same model and sizes, reserves logits
+    # for a whole batch and a larger compute buffer
+    with quiet_llama() as cap, LlamaModel(model) as m, \
+            LlamaContext(m, n_ctx=base["n_ctx"], n_seq_max=base["n_slots"], kv_unified=False):
+        pass
+    assert _reservation(cap.text) != _reservation(theirs)
+    assert _compute_buffer(cap.text)[0] > _compute_buffer(ours)[0]

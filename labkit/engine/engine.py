@@ -97,7 +97,7 @@ class Engine:
                     self.model, n_ctx=n_ctx, n_seq_max=n_slots, kv_unified=unified,
                     n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, type_k=cfg.type_k,
                     type_v=cfg.type_v, flash_attn=cfg.flash_attn, n_threads=cfg.threads,
-                    op_offload=cfg.op_offload)
+                    op_offload=cfg.op_offload, n_outputs_max=n_slots)
             except Exception:
                 self.model.close()
                 raise

@@ -149,13 +149,22 @@ def load_model(path, n_gpu_layers: int = 0) -> LlamaModel:
 
 
 class LlamaContext:
-    """One llama_context: the KV cache plus the compute buffers, for n_seq_max sequences."""
+    """One llama_context: the KV cache plus the compute buffers, for n_seq_max sequences.
+
+    ``n_outputs_max``: how many tokens of one ``llama_decode`` may ask for logits. 0, llama.cpp's
+    default, is ``n_batch``, and llama.cpp sizes its compute buffer for a micro-batch of logits
+    rows (SmolLM2 at ``-c 16384 -np 4``: 98.25 MiB, against 17.51 MiB for 4). llama-server passes
+    ``n_parallel`` (``server_output_limits``: one output per sequence), which is all a slot
+    engine asks; a batch asking for more then stops the process (an assertion in llama.cpp's
+    ``output_reserve``), so only a caller that keeps to it may pass it."""
 
     def __init__(self, model: LlamaModel, *, n_ctx: int, n_seq_max: int = 1,
                  kv_unified: bool = False, n_batch: int = 2048, n_ubatch: int = 512,
                  type_k: str = "f16", type_v: str = "f16", flash_attn: bool | str = "auto",
-                 n_threads: int | None = None, op_offload: bool = False):
+                 n_threads: int | None = None, op_offload: bool = False,
+                 n_outputs_max: int = 0):
         p = llama_cpp.llama_context_default_params()
+        p.n_outputs_max = n_outputs_max
         p.op_offload = op_offload
         p.n_ctx = n_ctx
         p.n_seq_max = n_seq_max

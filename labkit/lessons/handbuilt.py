@@ -68,7 +68,10 @@ def engine_config(n_slots: int, *, n_ctx: int = N_CTX, n_batch: int = 2048, mode
 
 @contextmanager
 def context(n_slots: int, *, n_ctx: int = N_CTX, n_batch: int = 2048, model_path=None):
-    """A fresh llama.cpp context made as the engine makes its own for the same settings.
+    """A fresh llama.cpp context made as the engine makes its own for the same settings, but
+    with llama.cpp's default room for logits (any token may ask: the engine asks one per slot,
+    and a batcher written by hand may ask more, which a context sized as the engine's would
+    refuse by stopping the process).
 
     Yields a namespace with ``ctx`` and ``vocab`` (the raw handles a batcher takes) and
     ``n_batch``; everything is freed when the block ends."""
