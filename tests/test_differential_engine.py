@@ -381,34 +381,34 @@ def _compute_buffer(log: str) -> list[float]:
     return [float(x) for x in re.findall(r"CPU compute buffer size =\s*([\d.]+) MiB", log)]
 
 
-def test_the_context_reserves_what_llama_servers_does(servers, capfd):
+def test_the_context_reserves_what_llama_servers_does(servers):
     """llama-server asks llama.cpp for one output per sequence and n_parallel in all
     (server_output_limits), so llama.cpp sizes its compute buffer for that many rows of
     logits, not for a micro-batch of them; labkit's engine asks the same. The reference is
-    xllamacpp's llama-server run in this process, at verbosity 4 (``-lv 4``), the level from
-    which it prints llama.cpp's context lines."""
-    xlc = pytest.importorskip("xllamacpp")
+    xllamacpp's llama-server in a process of its own, at verbosity 4 (``-lv 4``), the level
+    from which it prints llama.cpp's context lines."""
+    pytest.importorskip("xllamacpp")
+    import subprocess
+    import sys
+
     from labkit.engine.native import LlamaContext, LlamaModel, quiet_llama
-    from labkit.server import reference
-    from labkit.server.args import parse_args
     from labkit.models.files import resolve_model
     from labkit.server.launch import free_port
     base = FLAGS["base"]
     model = str(resolve_model(servers["labkit"].config.model))
-    args = parse_args(["-m", model, "-c", str(base["n_ctx"]), "-np", str(base["n_slots"]),
-                       "--no-kv-unified", "--port", str(free_port())], "reference",
-                      llama_server=True)
-    p = reference.params_from_args(args)
-    p.verbosity = 4
-    capfd.readouterr()
-    server = xlc.Server(p)
-    try:
-        theirs, deadline = "", time.monotonic() + 30
-        while not _compute_buffer(theirs) and time.monotonic() < deadline:
-            time.sleep(0.2)
-            theirs += capfd.readouterr().err
-    finally:
-        del server
+    code = ("import sys, time, xllamacpp as xlc\n"
+            "from labkit.server import reference\n"
+            "from labkit.server.args import parse_args\n"
+            "p = reference.params_from_args(parse_args(sys.argv[1:], 'reference', "
+            "llama_server=True))\n"
+            "p.verbosity = 4\n"
+            "server = xlc.Server(p)\n"
+            "time.sleep(3)\n"
+            "del server\n")
+    theirs = subprocess.run(
+        [sys.executable, "-c", code, "-m", model, "-c", str(base["n_ctx"]), "-np",
+         str(base["n_slots"]), "--no-kv-unified", "--port", str(free_port())],
+        capture_output=True, text=True, timeout=120).stderr
     ours = servers["labkit"].log_text()
     assert _reservation(ours) == _reservation(theirs) == (
         [str(base["n_slots"])], ["1"]), (_reservation(ours), _reservation(theirs))
