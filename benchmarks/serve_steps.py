@@ -111,17 +111,13 @@ def labkit_calls(steps: pd.DataFrame, slots: pd.DataFrame) -> list[dict]:
     """The same dicts from labkit's trace. Its batch order: a decode token per generating slot
     in slot order, then prompt chunks in the order the requests arrived (request ids rise
     with arrival)."""
-    by_step = {s: g for s, g in slots[slots.action != "idle"].groupby("step")}
-    calls = []
-    for r in steps.itertuples():
-        g = by_step.get(r.step)
-        dec = g[g.action == "decode"].sort_values("slot") if g is not None else g
-        pre = g[g.action == "prefill"].sort_values("request_id") if g is not None else g
-        batch = ([(int(x.slot), "decode", 1) for x in dec.itertuples()] +
-                 [(int(x.slot), "prefill", int(x.n_tokens)) for x in pre.itertuples()]
-                 if g is not None else [])
-        calls.append({"t_start": r.t_start, "t_end": r.t_end, "batch": batch})
-    return calls
+    busy = slots[slots.action != "idle"].assign(
+        prompt=lambda d: d.action != "decode",
+        key=lambda d: d.slot.where(d.action == "decode", d.request_id))
+    batch = {step: [(int(x.slot), x.action, int(x.n_tokens)) for x in g.itertuples()]
+             for step, g in busy.sort_values(["step", "prompt", "key"]).groupby("step")}
+    return [{"t_start": r.t_start, "t_end": r.t_end, "batch": batch.get(r.step, [])}
+            for r in steps.itertuples()]
 
 
 def call_table(calls: list[dict], n_ubatch: int, unified: bool = False) -> pd.DataFrame:
