@@ -29,7 +29,10 @@ The targets checked (performance targets live here, never in timed tests): labki
 aggregate tokens/s >= 0.98x llama-server's at every slot count on a real model (>= 0.95x on
 the GPU-speed stand-in, where the servers' host work is a third of a step), its median TTFT
 <= 1.05x, and its gain from the fewest to the most slots at least llama-server's. The ratio
-is also printed round by round (each round's two runs were made minutes apart).
+is also printed round by round (each round's two runs were made minutes apart), with the
+mean TTFT's ratio beside the p50's, and how each server's first calls shared the requests sent
+together at the start (a race, not a rule: it moves the p50 of twelve requests by a prompt
+call and the mean far less; docs/PERFORMANCE.md, "Seven rounds").
 
     python benchmarks/serve_bench.py --parity         # the parity check, both models
 
@@ -245,18 +248,46 @@ def same_answers(rows: pd.DataFrame, a: str, b: str) -> str:
     return f"{same}/{len(common)}"
 
 
-def ratios(summary: pd.DataFrame, slots, target_tok_s: float) -> list[dict]:
-    """labkit / llama-server per slot count: the ratio of the medians, each round's ratio
-    (round r's labkit run over round r's llama-server run), and whether the targets are met."""
+def first_calls(rows: pd.DataFrame, server: str, slots: int) -> list[str]:
+    """Per round, how the requests sent together at the start (as many as there are slots)
+    got their first tokens: "1+3" is one request's prompt in the first call and the other
+    three's in the next. Requests whose prompts share a call get their first tokens together,
+    a call apart from the next group; "together" is read as closer than a quarter of the
+    first request's time to first token (one prompt call)."""
+    out = []
+    g = rows[(rows["bench_server"] == server) & (rows["bench_slots"] == slots)]
+    for _, r in g.groupby("round", sort=True):
+        start = r.sort_values("send_s").head(slots)
+        t = sorted(pd.to_numeric(start["first_token_s"], errors="coerce").dropna())
+        if len(t) < slots:
+            out.append("-")
+            continue
+        apart = 0.25 * (t[0] - float(start["send_s"].min()))
+        groups = [1]
+        for a, b in zip(t, t[1:]):
+            if b - a > apart:
+                groups.append(1)
+            else:
+                groups[-1] += 1
+        out.append("+".join(map(str, groups)))
+    return out
+
+
+def ratios(summary: pd.DataFrame, slots, target_tok_s: float,
+           reference: str = "llama-server") -> list[dict]:
+    """labkit / llama-server (or ``reference``, another build of it) per slot count: the ratio
+    of the medians, each round's ratio (round r's labkit run over round r's reference run), and
+    whether the targets are met."""
     s = summary.set_index(["server", "slots"])
     out = []
     for n in slots:
         try:
-            lk, ls = s.loc[("labkit", n)], s.loc[("llama-server", n)]
+            lk, ls = s.loc[("labkit", n)], s.loc[(reference, n)]
         except KeyError:
             continue
         rt, rf = lk.tok_s / ls.tok_s, lk.ttft_p50_ms / ls.ttft_p50_ms
         out.append({"slots": n, "tok_s": rt, "ttft": rf,
+                    "ttft_mean": lk.get("ttft_mean_ms", math.nan) / ls.get("ttft_mean_ms", math.nan),
                     "tok_s_rounds": [a / b for a, b in zip(lk.tok_s_list, ls.tok_s_list)],
                     "ttft_rounds": [a / b for a, b in zip(lk.ttft_list, ls.ttft_list)],
                     "tok_s_ok": rt >= target_tok_s, "ttft_ok": rf <= TARGET_TTFT})
@@ -278,8 +309,8 @@ def report(summary: pd.DataFrame, rows: pd.DataFrame, bb: pd.DataFrame | None, s
     lines += ["", f"Ratios (labkit / llama-server; target: tok/s >= {target_tok_s:.2f}x, "
               f"TTFT p50 <= {TARGET_TTFT:.2f}x):", "",
               "| slots | tok/s ratio | per round | meets | TTFT p50 ratio | per round | meets | "
-              "labkit / llama_cpp.server tok/s |",
-              "|---:|---:|---|---|---:|---|---|---:|"]
+              "TTFT mean ratio | labkit / llama_cpp.server tok/s |",
+              "|---:|---:|---|---|---:|---|---|---:|---:|"]
     for r in ratios(summary, slots, target_tok_s):
         n = r["slots"]
         serial = (s.loc[("labkit", n)].tok_s / s.loc[("llama_cpp.server", n)].tok_s
@@ -287,7 +318,18 @@ def report(summary: pd.DataFrame, rows: pd.DataFrame, bb: pd.DataFrame | None, s
         lines.append(f"| {n} | {r['tok_s']:.3f}x | {per_round(r['tok_s_rounds'])} | "
                      f"{'yes' if r['tok_s_ok'] else 'NO'} | {r['ttft']:.3f}x | "
                      f"{per_round(r['ttft_rounds'])} | "
-                     f"{'yes' if r['ttft_ok'] else 'NO'} | {fmt(serial, '.2f')}x |")
+                     f"{'yes' if r['ttft_ok'] else 'NO'} | {fmt(r['ttft_mean'], '.3f')}x | "
+                     f"{fmt(serial, '.2f')}{'' if math.isnan(serial) else 'x'} |")
+    started = [(n, {k: first_calls(rows, k, n) for k in ("labkit", "llama-server")})
+               for n in slots if n > 1]
+    started = [(n, f) for n, f in started if f["labkit"] and f["llama-server"]]
+    if started:
+        lines += ["", "The first requests, sent together, as the servers' first calls took them "
+                  "(per round; 1+3: one prompt in the first call, three in the next). Which "
+                  "requests share the first call is a race between a server's loop and its "
+                  "arriving requests; it sets the TTFT p50 of a run more than its mean:", ""]
+        lines += [f"- {n} slots: labkit {' / '.join(f['labkit'])}; llama-server "
+                  f"{' / '.join(f['llama-server'])}" for n, f in started]
     lo, hi = min(slots), max(slots)
     gains = {}
     for kind in SERVERS:
@@ -321,6 +363,21 @@ def report(summary: pd.DataFrame, rows: pd.DataFrame, bb: pd.DataFrame | None, s
                     lines.append(f"| {int(r.B)} | {k} | {agg / r.S_TG:.2f} | "
                                  f"{agg / (r.B * r.TG / r.T_s):.2f} |")
     return "\n".join(lines)
+
+
+def parity_table(verdicts: list[dict]) -> list[str]:
+    """The verdicts of :func:`ratios` (each with its ``model`` and ``target``) as one markdown
+    table, and how many slot counts meet both targets (the GPU check prints the same)."""
+    lines = ["| model | slots | tok/s ratio | per round | target | meets | TTFT p50 ratio | "
+             "per round | meets |", "|---|---:|---:|---|---:|---|---:|---|---|"]
+    for v in verdicts:
+        lines.append(f"| {v['model']} | {v['slots']} | {v['tok_s']:.3f}x | "
+                     f"{per_round(v['tok_s_rounds'])} | "
+                     f">= {v['target']:.2f} | {'yes' if v['tok_s_ok'] else 'NO'} | "
+                     f"{v['ttft']:.3f}x | {per_round(v['ttft_rounds'])} | "
+                     f"{'yes' if v['ttft_ok'] else 'NO'} |")
+    met = sum(v["tok_s_ok"] and v["ttft_ok"] for v in verdicts)
+    return lines + ["", f"{met} of {len(verdicts)} slot counts meet both targets."]
 
 
 def main(argv=None) -> int:
@@ -370,17 +427,7 @@ def main(argv=None) -> int:
         target = tok_s_target(model)
         verdicts += [{**r, "model": model or "embedded", "target": target}
                      for r in ratios(summary, slots, target)]
-    lines = ["", "## Parity: labkit / llama-server", "",
-             "| model | slots | tok/s ratio | per round | target | meets | TTFT p50 ratio | "
-             "per round | meets |", "|---|---:|---:|---|---:|---|---:|---|---|"]
-    for v in verdicts:
-        lines.append(f"| {v['model']} | {v['slots']} | {v['tok_s']:.3f}x | "
-                     f"{per_round(v['tok_s_rounds'])} | "
-                     f">= {v['target']:.2f} | {'yes' if v['tok_s_ok'] else 'NO'} | "
-                     f"{v['ttft']:.3f}x | {per_round(v['ttft_rounds'])} | "
-                     f"{'yes' if v['ttft_ok'] else 'NO'} |")
-    met = sum(v["tok_s_ok"] and v["ttft_ok"] for v in verdicts)
-    lines += ["", f"{met} of {len(verdicts)} slot counts meet both targets."]
+    lines = ["", "## Parity: labkit / llama-server", "", *parity_table(verdicts)]
     print("\n".join(lines))
     if a.out:
         (Path(a.out) / "parity.md").write_text("\n".join(lines).lstrip() + "\n")

@@ -99,3 +99,47 @@ def test_notebooks_run_in_a_kernel_that_requires_the_gpu_and_failures_are_named(
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| bad | quick | failed: RuntimeError: this cell would be skipped | 0 |" in text
     assert "| good | quick | passed | 1 |" in text
+
+
+def _rounds(model, kind, slots, tok_s, ttft_s):
+    import pandas as pd
+    return pd.DataFrame({"server": f"{kind} 1.0", "slots": slots, "round": range(len(tok_s)),
+                         "output_tok_s": tok_s, "ttft_p50_s": ttft_s, "model": model,
+                         "server_kind": kind})
+
+
+def _parity_report(tmp_path, on_gpu, labkit_tok_s, labkit_ttft_s, reference="llama-server"):
+    r = run.Run(tmp_path / "out", tmp_path / "work", budget_s=None)
+    r.facts["on_gpu"] = on_gpu
+    for model in run.MODELS:
+        r.rounds += [_rounds(model, "labkit", 4, labkit_tok_s, labkit_ttft_s),
+                     _rounds(model, reference, 4, [100.0, 100.0, 100.0], [0.1, 0.1, 0.1])]
+    run.report(r)
+    return (tmp_path / "out" / "report.md").read_text()
+
+
+def test_report_holds_labkit_to_serve_bench_targets_model_by_model(tmp_path):
+    """The same ratios, targets and table as benchmarks/serve_bench.py: on a GPU the small
+    model's steps are as short as the stand-in's (>= 0.95x), the 8B's are not (>= 0.98x)."""
+    text = _parity_report(tmp_path, True, [96.0, 94.0, 97.0], [0.1, 0.1, 0.1])
+    assert "## labkit / llama-server" in text and "the same llama.cpp build" in text
+    assert ("| synthetic:smollm2-135m | 4 | 0.960x | 0.96 / 0.94 / 0.97 | >= 0.95 | yes | "
+            "1.000x | 1.00 / 1.00 / 1.00 | yes |") in text
+    assert "| synthetic:llama-3.1-8b:q4_0 | 4 | 0.960x | 0.96 / 0.94 / 0.97 | >= 0.98 | NO |" in text
+    assert "1 of 2 slot counts meet both targets." in text
+
+
+def test_report_says_no_to_a_slow_first_token_and_off_the_gpu_to_the_stand_in_target(tmp_path):
+    text = _parity_report(tmp_path, False, [99.0, 99.0, 99.0], [0.1, 0.12, 0.2],
+                          reference="xllamacpp")
+    assert "| synthetic:smollm2-135m | 4 | 0.990x | 0.99 / 0.99 / 0.99 | >= 0.98 | yes | " \
+           "1.200x | 1.00 / 1.20 / 2.00 | NO |" in text
+    assert "0 of 2 slot counts meet both targets." in text
+    assert "not a parity measurement" in text
+
+
+def test_no_ratio_without_labkit_beside_a_llama_cpp_server(tmp_path):
+    r = run.Run(tmp_path / "out", tmp_path / "work", budget_s=None)
+    r.rounds = [_rounds(run.MODELS[0], "llama-server", 4, [100.0], [0.1])]
+    run.report(r)
+    assert "## labkit / llama-server" not in (tmp_path / "out" / "report.md").read_text()

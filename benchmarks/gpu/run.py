@@ -10,9 +10,11 @@ Stages, each leaving its files before the next one starts (a run cut short keeps
 3. **models**: the synthetic models written (labkit.models.synthetic), with their write times;
 4. **doctor**: ``labkit doctor --json`` through that build (llama-cpp-python loads it with
    ``LLAMA_CPP_LIB_PATH``): GPU offload, devices, a short generation;
-5. **bench**: for each model and slot count, a fresh llama-server (the same build) measured by
-   labkit's bench on the timing-only workload (the short set's prompts, 35-token answers,
-   ``--requests`` of them): aggregate output tok/s, TTFT p50, sampled GPU memory;
+5. **bench**: for each model and slot count, labkit's server and llama-server (the same build),
+   a fresh server per run, alternated over ``--rounds`` rounds, measured by labkit's bench on
+   the timing-only workload (the short set's prompts, 35-token answers, ``--requests`` of
+   them): aggregate output tok/s, TTFT p50, sampled GPU memory, and labkit / llama-server
+   against benchmarks/serve_bench.py's targets (its ratios and parity table);
 6. **notebooks**: the GPU branches of notebooks 00, 03 and 05 (05_roofline and 05_slots_live), each executed top to bottom in
    its own Jupyter kernel (nbclient) with ``LABKIT_REQUIRE_GPU=1``, so a GPU cell that would be
    skipped is an error; run only where llama.cpp sees a GPU device (the compute path ``gpu``),
@@ -66,6 +68,7 @@ class Run:
         self.notes: list[str] = []
         self.models: list[dict] = []
         self.lines: list[dict] = []
+        self.rounds: list = []          # per-run lines (the worksheet's numbers per round)
         self.overhead = ""
         self.notebooks: list[dict] = []
 
@@ -305,44 +308,93 @@ def write_models(run: Run, models, gpu_layers) -> list[str]:
 
 def bench(run: Run, models, slots, servers, n_requests, rounds, n_ctx, gpu_layers, bindir,
           threads) -> None:
+    """Every server at every slot count, ``rounds`` times, the servers alternated: one
+    ``measure`` call per (model, slot count) starts a fresh server per run and rotates the
+    servers' order from round to round, as benchmarks/serve_bench.py does."""
     import pandas as pd
 
     from labkit.bench import measure
     from labkit.bench.timing import plan
     from labkit.server.launch import ServerConfig
     rows_all = []
-    took: dict[str, float] = {}
+    took: dict[str, float] = {}     # seconds per run, by model
     for model in models:
         wls = plan(["short"], model, [n_requests], max_docs=min(n_requests, 12))
-        for kind in servers:
-            for n in slots:
-                guess = took.get(model, 30.0)
-                if run.left_s() < guess * 1.5:
-                    run.note(f"{model} {kind} {n} slots skipped: {run.left_s():.0f} s of the "
-                             f"budget left, a run takes about {guess:.0f} s")
-                    continue
-                cfg = ServerConfig(kind=kind, binary=str(bindir / "llama-server") if kind ==
-                                   "llama-server" else None, model=model, n_ctx=n_ctx,
-                                   n_slots=n, kv_unified=False, n_gpu_layers=gpu_layers,
-                                   n_threads=threads, startup_timeout_s=300)
-                t0 = time.monotonic()
-                try:
-                    res = measure([cfg], wls, rounds, progress=False, env=False,
-                                  log_dir=str(run.work / "logs"))
-                except Exception as exc:   # kept as a note; the next config still runs
-                    run.note(f"{model} {kind} {n} slots failed: {type(exc).__name__}: "
-                             f"{str(exc)[-600:]}")
-                    continue
-                took[model] = time.monotonic() - t0
-                line = res.worksheet().iloc[0].to_dict()
+        for n in slots:
+            runs = len(servers) * rounds
+            guess = took.get(model, 30.0) * runs
+            if run.left_s() < guess * 1.5:
+                run.note(f"{model} {n} slots skipped: {run.left_s():.0f} s of the budget left, "
+                         f"its {runs} runs take about {guess:.0f} s")
+                continue
+            cfgs = [ServerConfig(kind=kind, binary=str(bindir / "llama-server")
+                                 if kind == "llama-server" else None, model=model, n_ctx=n_ctx,
+                                 n_slots=n, kv_unified=False, n_gpu_layers=gpu_layers,
+                                 n_threads=threads, startup_timeout_s=300) for kind in servers]
+            t0 = time.monotonic()
+            try:
+                res = measure(cfgs, wls, rounds, progress=False, env=False,
+                              log_dir=str(run.work / "logs"))
+            except Exception as exc:   # kept as a note; the next slot count still runs
+                run.note(f"{model} {n} slots failed: {type(exc).__name__}: {str(exc)[-600:]}")
+                continue
+            took[model] = (time.monotonic() - t0) / runs
+            for line in res.worksheet().to_dict("records"):
+                kind = str(line["server"]).split()[0]
                 line.update(model=model, server_kind=kind, seconds=round(took[model], 1))
                 run.lines.append(line)
-                rows_all.append(res.rows.assign(model=model))
-                pd.concat(rows_all).to_csv(run.out / "requests.csv", index=False)
-                run.log(f"{model} {kind} {n} slots: {line['output_tok_s']:.1f} tok/s, TTFT p50 "
-                        f"{line['ttft_p50_s']:.3f} s, peak {line['sampled_peak_mib']:.0f} MiB "
-                        f"({line['memory']}), {line['verdict']}")
-                report(run)
+                run.log(f"{model} {kind} {n} slots: {line['output_tok_s']:.1f} tok/s "
+                        f"({line['output_tok_s_rounds']}), TTFT p50 {line['ttft_p50_s']:.3f} s, "
+                        f"peak {line['sampled_peak_mib']:.0f} MiB ({line['memory']}), "
+                        f"{line['verdict']}")
+            run.rounds.append(res.rounds().assign(
+                model=model, server_kind=lambda d: d["server"].astype(str).str.split().str[0]))
+            rows_all.append(res.rows.assign(model=model))
+            pd.concat(rows_all).to_csv(run.out / "requests.csv", index=False)
+            report(run)
+
+
+def serve_bench():
+    """benchmarks/serve_bench.py as a module: its ratios, targets and parity table."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("serve_bench", HERE.parent / "serve_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tok_s_target(sb, model: str, on_gpu: bool) -> float:
+    """serve_bench's throughput targets. On a GPU the small model's step takes about a
+    millisecond, what the GPU-speed stand-in imitates on a CPU, so it is held to the stand-in's
+    target; the 8B model's steps are several times longer, so it is held to a real model's."""
+    if on_gpu and model == MODELS[0]:
+        return sb.TARGET_TOK_S_STAND_IN
+    return sb.tok_s_target(model)
+
+
+def parity(run: Run) -> list[dict]:
+    """labkit / the llama.cpp server measured beside it, per model and slot count: the ratio
+    of the medians and each round's, against serve_bench's targets (serve_bench.ratios)."""
+    import pandas as pd
+    if not run.rounds:
+        return []
+    sb = serve_bench()
+    rounds = pd.concat(run.rounds, ignore_index=True)
+    out = []
+    for model, g in rounds.groupby("model", sort=False):
+        kinds = set(g["server_kind"])
+        reference = next((k for k in ("llama-server", "xllamacpp") if k in kinds), None)
+        if reference is None or "labkit" not in kinds:
+            continue
+        summary = pd.DataFrame([
+            {"server": kind, "slots": int(n), "tok_s": h["output_tok_s"].median(),
+             "ttft_p50_ms": h["ttft_p50_s"].median() * 1e3,
+             "tok_s_list": list(h["output_tok_s"]), "ttft_list": list(h["ttft_p50_s"] * 1e3)}
+            for (kind, n), h in g.sort_values("round").groupby(["server_kind", "slots"])])
+        target = tok_s_target(sb, model, run.facts.get("on_gpu", False))
+        out += [{**r, "model": model, "reference": reference, "target": target}
+                for r in sb.ratios(summary, sorted(summary["slots"].unique()), target, reference)]
+    return out
 
 
 # ---------------------------------------------------------------------------- 6. notebooks
@@ -513,13 +565,27 @@ def report(run: Run) -> None:
                   f"{m['write_s']} |" for m in run.models]
     if not df.empty:
         lines += ["", "## Results", "",
-                  "One fresh server per row, split KV; the short set's prompts, answers of a "
+                  "The median over rounds (a fresh server per run, the servers alternated), "
+                  "split KV; the short set's prompts, answers of a "
                   "fixed length (ignore_eos), closed loop with as many requests in flight as "
                   "slots. Memory is the sampler's peak (every 200 ms), labelled with what it "
                   "measured. Gates: fits context and TTFT only (answers not graded).", "",
                   to_markdown(df.drop(columns=["memory", "server_kind"])
                               .rename(columns=TITLES)),
                   f"Memory: {df['memory'].iloc[0]}.", "", "![plots](plots.png)"]
+    verdicts = parity(run)
+    if verdicts:
+        sb = serve_bench()
+        refs = sorted({v["reference"] for v in verdicts})
+        which = ("the same llama.cpp build" if refs == ["llama-server"] else
+                 "xllamacpp: the wheel's llama-server, a build of its own, in the CPU reduced "
+                 "form: not a parity measurement")
+        lines += ["", "## labkit / llama-server", "",
+                  "The comparison of benchmarks/serve_bench.py, on this machine: labkit's server "
+                  f"over {' and '.join(refs)} ({which}), "
+                  "aggregate tok/s and TTFT p50, the median over rounds and each round's ratio "
+                  f"(the servers alternated). Targets: tok/s >= the target column, TTFT p50 <= "
+                  f"{sb.TARGET_TTFT:.2f}x.", "", *sb.parity_table(verdicts)]
     if run.overhead:
         lines += ["", "## Engine overhead (labkit's host time per step)", "", "```",
                   run.overhead.rstrip(), "```"]
@@ -563,7 +629,9 @@ def main(argv=None) -> int:
                     choices=["llama-server", "labkit", "xllamacpp"])
     ap.add_argument("--requests", type=int, default=None,
                     help="requests per run (default 32 with a GPU, 2 without)")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="runs of every server and slot count, alternated (default 3 with a GPU, "
+                         "1 without)")
     ap.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=None,
                     help="KV pool n_ctx (default 16384 with a GPU, 4096 without)")
     ap.add_argument("--budget-s", type=float, default=None,
@@ -606,6 +674,7 @@ def main(argv=None) -> int:
         return 0 if run.notebooks and all(n["result"] == "passed" for n in run.notebooks) else 1
 
     on_gpu = gpu is not None and kind == "cuda"
+    run.facts["on_gpu"] = on_gpu
     gpu_layers = -1 if on_gpu else 0
     models = args.models or (MODELS if on_gpu else MODELS[:1])
     if not on_gpu and not args.models:
@@ -623,7 +692,8 @@ def main(argv=None) -> int:
     overhead(run, models[0], gpu_layers, (1, 4, 16) if on_gpu else (1, 4))
     report(run)
     ready = [m for m in ready if m in models]
-    bench(run, ready, slots, servers, n_requests, args.rounds, n_ctx, gpu_layers, bindir, threads)
+    rounds = args.rounds or (3 if on_gpu else 1)
+    bench(run, ready, slots, servers, n_requests, rounds, n_ctx, gpu_layers, bindir, threads)
     report(run)
     notebooks(run, names, found.get("path"), args.notebook_size)
     report(run)
