@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -354,8 +355,10 @@ def bench(run: Run, models, slots, servers, n_requests, rounds, n_ctx, gpu_layer
             report(run)
 
 
+@functools.cache
 def serve_bench():
-    """benchmarks/serve_bench.py as a module: its ratios, targets and parity table."""
+    """benchmarks/serve_bench.py as a module, loaded once: its ratios, targets and parity
+    table (the report is written again after every slot count)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("serve_bench", HERE.parent / "serve_bench.py")
     module = importlib.util.module_from_spec(spec)
