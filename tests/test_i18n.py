@@ -84,6 +84,7 @@ def test_bench_summary_in_chinese(monkeypatch, tmp_path, capsys):
 
     class Result:
         runs = [1]
+        rows: list = []
         env: dict = {}
 
         def save(self, out):

@@ -264,6 +264,20 @@ def test_table_and_plot_read_a_sweep():
     plt.close(fig)
 
 
+def test_the_bounds_reading_follows_the_sweeps_own_ratios():
+    between = sweep_frame(batches=(1, 2, 4), decode=1.0, predicted=1.1, no_overlap=0.9)
+    (en, zh), = rl.bounds_reading(between)
+    assert en.startswith("decode, every batch (1-4): between") and "1.11" in en and "1.11" in zh
+    slow = sweep_frame(batches=(1, 2, 4), decode=1.0, predicted=4.0, no_overlap=2.0)
+    (en, zh), = rl.bounds_reading(slow)
+    assert en.startswith("decode, every batch (1-4): slower than even the no-overlap bound")
+    assert "比不重疊的界線還慢" in zh
+    mixed = sweep_frame(batches=(1, 2), decode=1.0, predicted=1.1, no_overlap=0.9)
+    mixed.loc[(mixed["batch"] == 2) & (mixed["phase"] == "decode"), "ratio_no_overlap"] = 0.8
+    lines = [en for en, _ in rl.bounds_reading(mixed)]
+    assert lines[0].startswith("decode, batch 2: slower") and lines[1].startswith("decode, batch 1: between")
+
+
 # ------------------------------------------------------------------ on the real engine
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def test_roofline_table_in_chinese(zh):
     from labkit.costs import roofline as rl
     df = sweep_frame(batches=(1, 2), decode=1.0, predicted=1.1, no_overlap=0.9)
     t = rl.table(df)
-    assert _all_chinese(t.columns) == [] and t.index.name == "批次大小"
+    assert _all_chinese(t.columns) == [] and t.index.name == "批次中的序列數"
     assert t.loc[2, "解碼 每條串流實測 tok/s"] == pytest.approx(1.0)
 
 

@@ -328,6 +328,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     mem = ws["memory"].iloc[0] if len(ws) else ""
     sha = ws["model_sha256"].iloc[0] if len(ws) else ""
     print(t("bench.summary", sha=sha, memory=mem, rounds=rounds, gate=f"{args.ttft_threshold:g}"))
+    from .reading import reading_markdown
+    print(reading_markdown(ws, result.rows), end="")
     sys.stdout.flush()          # the table is out before the disk is asked for anything
     from .report import NotSaved
     try:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..machine.atomic import figure_bytes, write_atomic
+from .reading import reading_markdown
 from .worksheet import timing_agreement, to_markdown
 
 
@@ -91,7 +92,7 @@ def result_files(result) -> dict[str, bytes | str]:
             files[f"plots/{name}.png"] = figure_bytes(fig, "png", dpi=110, bbox_inches="tight")
         finally:
             plt.close(fig)
-    files["worksheet.md"] = head + to_markdown(ws)
+    files["worksheet.md"] = head + to_markdown(ws) + reading_markdown(ws, result.rows)
     files["worksheet.csv"] = ws.to_csv(index=False)     # last: the mark of a finished run
     return files
 

@@ -20,13 +20,18 @@ about B-fold until the arithmetic catches up, at :func:`crossover_batch`. Prefil
 hundreds of tokens per step, so it is compute-bound at any batch: its rate stays flat.
 
 The roofline assumes moving and computing overlap perfectly: the fastest a step can be. The
-same figures added up (``overlap=False``: one waits for the other) give the slowest it
-should be; a real step lands between the two, and on a small CPU, whose cores both fetch
-the weights and do the arithmetic, near the sum.
+same figures added up (``overlap=False``: one waits for the other) give the slowest a step
+would be if bytes and FLOPs were all it cost. Both count only those, at the two rates
+measured with numpy; a real llama_decode also pays a fixed cost per step (building the
+graph, handing the work to the threads and waiting for them, the logits) and runs
+llama.cpp's quantized kernels, which reach their own share of numpy's arithmetic rate. So a
+measured step lands between the two bounds only where those extras are small, and below
+both where they are not, as on a small CPU: :func:`bounds_reading` says which, from a
+sweep's own numbers.
 
 The arithmetic is pure functions (:class:`ModelCost`, :func:`step_seconds`,
 :func:`decode_tok_s`, :func:`prefill_tok_s`, :func:`crossover_batch`, :func:`predict`,
-:func:`lockstep_gain`, :func:`prefill_share`). The measurements stand apart:
+:func:`lockstep_gain`, :func:`prefill_share`, :func:`bounds_reading`). The measurements stand apart:
 :func:`measure_bandwidth` (a streaming read of a large numpy array), :func:`measure_matmul`
 (a float32 matrix product), :func:`nvml_peak_bandwidth` (a GPU's bus width x memory clock),
 :func:`measure_machine` / :func:`machine`, :func:`model_cost` (the GGUF's own tensor table)
@@ -626,6 +631,70 @@ def _predicted_step(m: Machine, c: ModelCost, r, overlap: bool = True) -> float:
                         overlap=overlap)
 
 
+def _batch_list(batches, lang: str) -> str:
+    """``batches`` (sorted ints) as a phrase: "every batch (1-16)" when they are all of the
+    sweep's, else "batch 1, 2 and 4"."""
+    b = [int(x) for x in batches]
+    if lang == "zh":
+        return "批次 " + "、".join(map(str, b))
+    return "batch " + (str(b[0]) if len(b) == 1 else ", ".join(map(str, b[:-1])) + f" and {b[-1]}")
+
+
+def _span(values) -> str:
+    lo, hi = float(min(values)), float(max(values))
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+
+def bounds_reading(df, phase: str = "decode") -> list[tuple[str, str]]:
+    """Where a sweep's measured ``phase`` steps (``"decode"`` or ``"prefill"``) landed
+    against the two predictions, in English and Chinese, one line per case that occurred:
+    slower than even the no-overlap bound (``ratio_no_overlap`` < 1), between the bounds
+    (``ratio`` <= 1 <= ``ratio_no_overlap``) or faster than the roofline (``ratio`` > 1),
+    each with the batches and the ratios it rests on. It states the sweep's figures and
+    asserts nothing about them."""
+    rows = df[df["phase"] == phase].sort_values("batch")
+    rows = rows[rows["ratio"].notna() & rows["ratio_no_overlap"].notna()]
+    every = len(rows) == len(df[df["phase"] == phase]) and len(rows) > 1
+    names = {"decode": ("decode", "解碼"), "prefill": ("prefill", "預填")}[phase]
+    out = []
+    cases = (("below", rows["ratio_no_overlap"] < 1), ("above", rows["ratio"] > 1),
+             ("between", (rows["ratio"] <= 1) & (rows["ratio_no_overlap"] >= 1)))
+    for case, mask in cases:
+        part = rows[mask]
+        if part.empty:
+            continue
+        if every and len(part) == len(rows):
+            b_en = f"every batch ({int(part['batch'].min())}-{int(part['batch'].max())})"
+            b_zh = f"每個批次（{int(part['batch'].min())}-{int(part['batch'].max())}）"
+        else:
+            b_en, b_zh = _batch_list(part["batch"], "en"), _batch_list(part["batch"], "zh")
+        roof, no = _span(part["ratio"]), _span(part["ratio_no_overlap"])
+        if case == "below":
+            out.append((
+                f"{names[0]}, {b_en}: slower than even the no-overlap bound (measured / "
+                f"no-overlap {no}): a step cost more than its bytes and its arithmetic at the "
+                f"measured rates added up, so what the bounds leave out (a fixed cost per "
+                f"step, llama.cpp's kernels against numpy's arithmetic rate) weighs more here",
+                f"{names[1]}，{b_zh}：比不重疊的界線還慢（實測 / 不重疊 {no}）：一個步驟花的時間，"
+                f"比它的位元組和運算以量到的速率相加還多，所以界線沒算進去的東西（每步固定的成本、"
+                f"llama.cpp 的核心對上 numpy 的運算速率）在這裡更重"))
+        elif case == "above":
+            out.append((
+                f"{names[0]}, {b_en}: faster than the roofline (measured / roofline {roof}): "
+                f"llama.cpp beat a rate measured here (its kernels against numpy's, or its "
+                f"reads against the measured bandwidth)",
+                f"{names[1]}，{b_zh}：比屋頂線還快（實測 / 屋頂線 {roof}）：llama.cpp 超過了這裡"
+                f"量到的某個速率（它的核心對上 numpy 的，或它的讀取對上量到的頻寬）"))
+        else:
+            out.append((
+                f"{names[0]}, {b_en}: between the roofline and the no-overlap bound (measured "
+                f"/ roofline {roof}, measured / no-overlap {no}): a step cost about what its bytes "
+                f"and its arithmetic predict, the two partly overlapping",
+                f"{names[1]}，{b_zh}：落在屋頂線和不重疊的界線之間（實測 / 屋頂線 {roof}，"
+                f"實測 / 不重疊 {no}）：一個步驟花的時間大約就是它的位元組和運算所預測的，兩者部分重疊"))
+    return out
+
+
 def table(df):
     """The sweep as one line per batch: decode (in all and per stream) and prefill, measured
     next to both predictions, and the ratios. A table to read: under LABKIT_LANG=zh-TW its
@@ -670,7 +739,7 @@ def plot(df):
                   label=_L("no overlap: memory + arithmetic", "不重疊：記憶體 + 運算"))
         axis.set_xscale("log", base=2)
         axis.set_xticks(list(part["batch"]), [str(b) for b in part["batch"]])
-        axis.set_xlabel(_L("batch (sequences in one step)", "批次大小（一個步驟裡的序列數）"))
+        axis.set_xlabel(_L("batch (sequences in one step)", "批次中的序列數（一個步驟裡有幾個序列）"))
         axis.set_ylabel("tokens/s")
         axis.set_title(title, loc="left", fontsize=10)
     dec = df[df["phase"] == "decode"].sort_values("batch")

@@ -122,8 +122,10 @@ TERMS: list[Term] = [
          "max batch size plus max wait; each batch still runs to completion",
          ("dynamic", "動態批處理")),
     Term("batch size", "批次大小", "", "how many orders the kitchen cooks in one round",
-         "how much one step processes: sequences for vLLM (max_num_seqs), tokens per "
-         "llama_decode call for llama.cpp (-b, n_batch), which is not the slot count",
+         "how much one step processes, a word with two meanings: tokens per llama_decode call "
+         "for llama.cpp (-b, n_batch), sequences for vLLM (max_num_seqs); the workbook writes "
+         "-b / n_batch for the first and \"sequences in a step\" for the second, and neither is "
+         "the slot count",
          ("batch", "批次", "max batch size", "最大批次大小", "n_batch", "max_num_seqs")),
     Term("microbatch", "實體批次", "", "one pan of a big order",
          "the physical chunk a logical batch is cut into for one compute pass (-ub, n_ubatch); "
@@ -248,8 +250,9 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
     "dynamic batching": ("坐滿或等夠久就開的巴士",
                          "最大批次大小加上最長等待時間；每一批仍要跑完才結束"),
     "batch size": ("廚房一輪煮幾份單",
-                   "一步處理多少：vLLM 指序列數（max_num_seqs），llama.cpp 指一次 llama_decode "
-                   "的 token 數（-b，n_batch），不是槽位數"),
+                   "一步處理多少，這個詞有兩種意思：llama.cpp 指一次 llama_decode 的 token 數"
+                   "（-b，n_batch），vLLM 指序列數（max_num_seqs）；本工作簿前者寫 -b／n_batch，"
+                   "後者寫「批次中的序列數」，兩者都不是槽位數"),
     "microbatch": ("一大份單裡的一鍋", "一個邏輯批次為了一次計算切出的實體區塊（-ub，n_ubatch）；"
                    "llama.cpp 每個實體批次都把整個模型跑一次，讀過每一個權重"),
     "step": ("廚房的一輪", "對目前批次的一次 llama_decode 呼叫：每個實體批次做一次模型的前向計算"),

@@ -479,7 +479,7 @@ HEADINGS: dict[str, str] = {
     "llama.cpp MiB": "llama.cpp MiB", "characters": "字元數", "bytes": "位元組數",
     "chars_per_token": "每 token 字元數", "text": "文字", "source (seed or sim)": "來源",
     "arithmetic busy": "運算忙碌比例", "bandwidth busy": "頻寬忙碌比例", "decode tok/s": "解碼 tok/s",
-    "cost per token": "每 token 成本", "batch": "批次大小",
+    "cost per token": "每 token 成本", "batch": "批次中的序列數",
     # the classroom's tables (labkit.lessons.classroom)
     "learner": "學員", "config": "配置", "machine": "機器", "note": "備註",
     "GPU (GiB)": "GPU 記憶體 (GiB)", "llama_cpp": "llama.cpp 版本", "same_model": "同一個模型",
