@@ -37,9 +37,8 @@ from pathlib import Path
 from .lessons.live import (EngineRun, ask, ask_messages, count_tokens, document,
                            get_trace, per_request, prefix_cache_rows,
                            queue_burst, run_requests, startup_lines, startup_table)
-from .costs.planning import (DAY_PROFILE, day_of_traffic, findings, first_saturated_rate,
-                             hourly, prediction_error, read_worksheet, replay,
-                             saturation_signals)
+from .costs.planning import (DAY_PROFILE, day_of_traffic, first_saturated_rate,
+                             hourly, prediction_error, replay, saturation_signals)
 from .lang import i18n
 from .lang.i18n import Both, value
 from .lang.i18n import pick as tr
@@ -59,8 +58,8 @@ __all__ = [
     "get_trace", "per_request", "prefix_cache_rows", "queue_burst", "run_requests",
     "startup_lines", "startup_table",
     # labkit.costs.planning
-    "DAY_PROFILE", "day_of_traffic", "findings", "first_saturated_rate", "hourly",
-    "prediction_error", "read_worksheet", "replay", "saturation_signals",
+    "DAY_PROFILE", "day_of_traffic", "first_saturated_rate", "hourly",
+    "prediction_error", "replay", "saturation_signals",
 ]
 
 #: The rest of what the notebooks import from labkit: each name and where it lives, a module
@@ -84,6 +83,7 @@ EXPORTS = {
     "ServerConfig": "labkit.server.launch:ServerConfig",
     "launch": "labkit.server.launch:launch",
     "bench": "labkit.bench",
+    "reading": "labkit.bench.reading",
     "calibration": "labkit.bench.calibration",
     "RequestSpec": "labkit.bench.client:RequestSpec",
     "Sampling": "labkit.bench.client:Sampling",

@@ -148,3 +148,35 @@ def test_a_table_without_the_benchs_columns_reads_as_nothing():
     # ...and one that has them is read (the guard is not what makes the case above pass)
     full = _ws([("short", 1, 25.2, 1.0, 1.5, 0), ("short", 4, 26.4, 2.9, 5.8, 0)])
     assert len(reading.read(full)) == 2
+
+
+def test_the_seeds_remedy_follows_the_gate_that_failed():
+    ws = _ws([("long", 1, 20.0, 1.0, 2.0, 0), ("long", 4, float("nan"), 1.0, 2.0, 3)])
+    ws["fits_context"] = [True, False]
+    ws["ttft_ok"] = [True, True]
+    text = "\n".join(reading.sentences(reading.read(ws)))
+    assert "fewer requests in flight" in text and "long prompts" not in text
+    ws["fits_context"] = [True, True]
+    ws["ttft_ok"] = [True, False]
+    ws["errors"] = [0, 0]
+    ws["output_tok_s"] = [20.0, 22.0]
+    ws["verdict"] = ["pass", "fail: TTFT ok"]
+    text = "\n".join(reading.sentences(reading.read(ws)))
+    assert "long prompts" in text and "fewer requests in flight" not in text
+    ws["ttft_ok"] = [True, True]
+    ws["all_correct"] = ["not graded", "not graded"]
+    text = "\n".join(reading.sentences(reading.read(ws)))
+    assert "What to try" not in text          # every gate passed: no advice
+
+
+def test_gains_plot_draws_each_line_and_its_ceiling():
+    import matplotlib
+    matplotlib.use("Agg")
+    ws = _ws([("short", 1, 20.0, 1.0, 2.0, 0), ("short", 2, 24.0, 1.3, 2.6, 0),
+              ("short", 4, 26.0, 2.0, 4.0, 0)])
+    rows = _rows([("short", 1, 600, 400, 20), ("short", 2, 600, 700, 20), ("short", 4, 600, 1500, 20)])
+    from labkit.bench import plots
+    ax = plots.gains(reading.read(ws, rows))
+    solid, dotted = ax.lines[0], ax.lines[1]
+    assert list(solid.get_ydata()) == pytest.approx([1.0, 1.2, 1.3])
+    assert list(dotted.get_ydata()) == pytest.approx([1.0, 1 / (0.6 + 0.4 / 2), 1 / (0.6 + 0.4 / 4)])

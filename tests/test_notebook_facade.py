@@ -36,7 +36,7 @@ def names_used_by_the_notebooks() -> dict[str, set[str]]:
 
 def test_the_scan_finds_the_notebooks_names():
     used = names_used_by_the_notebooks()
-    assert {"banner", "pick", "ask", "run_requests", "read_worksheet"} <= set(used)
+    assert {"banner", "pick", "ask", "run_requests", "beside_reference"} <= set(used)
 
 
 def test_every_name_the_notebooks_use_is_exported():

@@ -71,26 +71,6 @@ def test_queue_burst_refuses_past_the_bound():
     assert deep["answer_s"].is_monotonic_increasing
 
 
-def _worksheet():
-    return pd.DataFrame({
-        "kv_mode": ["split", "split", "unified", "split"], "slots": [1, 2, 2, 4],
-        "workload": ["short", "short", "short", "long"],
-        "output_tok_s": [10.0, 15.0, 8.0, float("nan")],
-        "completion_p50_s": [2.0, 2.6, 1.0, float("nan")], "errors": [0, 0, 0, 12],
-        "verdict": ["pass", "pass", "pass", "fail: fits context"]})
-
-
-def test_read_worksheet_compares_with_one_slot():
-    r = notebook.read_worksheet(_worksheet())
-    assert r["tok_s_vs_1_slot"].tolist()[:3] == pytest.approx([1.0, 1.5, 0.8])
-    assert r["single_requests_slower"].tolist()[:3] == [False, True, False]
-    assert pd.isna(r["tok_s_vs_1_slot"].iloc[3])        # no 1-slot long run, and it failed
-    lines = notebook.findings(r)
-    assert any("split, 2 slots: total tok/s rose (x1.50" in x and "(slower)" in x for x in lines)
-    assert any("unified, 2 slots: total tok/s did not rise" in x for x in lines)
-    assert any("long, split, 4 slots: 12 request(s) failed" in x for x in lines)
-
-
 def test_gates_panel_follows_the_threshold():
     rows = pd.DataFrame({
         "run_id": ["a"] * 2, "round": [0, 0], "server": ["labkit"] * 2, "model_sha256": ["x"] * 2,

@@ -50,20 +50,22 @@ def test_seed_tables_the_step_cost_and_the_kv_schemes(edition):
                            i18n.show(schemes)))
 
 
-def test_findings_speeds_services_and_the_prediction_error(edition):
+def test_readings_speeds_services_and_the_prediction_error(edition):
+    from labkit.bench import reading
     from labkit.costs import planning
     from labkit.sim import experiments
-    reading = pd.DataFrame({"kv_mode": ["split"] * 3, "slots": [1, 2, 4], "workload": ["short"] * 3,
-                            "tok_s_vs_1_slot": [1.0, 1.23, 0.9],
-                            "completion_p50_vs_1_slot": [1.0, 1.3, 0.8],
-                            "failed": [0, 0, 0], "verdict": ["pass", "pass", "fail: TTFT ok"]})
+    from test_bench_reading import _rows, _ws
+    ws = _ws([("short", 1, 20.0, 1.0, 2.0, 0), ("short", 2, 24.6, 1.3, 2.6, 0),
+              ("short", 4, 18.0, 2.0, 1.6, 0)])
+    timed = _rows([("short", 1, 500, 500, 20), ("short", 2, 500, 900, 20),
+                   ("short", 4, 500, 1900, 20)])
     speeds = planning.learner_speeds(None, _bench_rows())
     needs = planning.service_needs(speeds, 1e5, 1e9, n_ctx_train=8192)
     services = experiments.service_runs(slots=(1, 2))
     check = planning.prediction_error({"tok/s": 10.0, "TTFT p50 s": 1.0, "TTFT mean s": 1.2},
                                       {"tok/s": 11.0, "TTFT p50 s": 0.8, "TTFT mean s": 1.0})
     source = i18n.value("source", speeds["source"].iloc[0])
-    _says(edition, english(*planning.findings(reading), i18n.show(speeds), source,
+    _says(edition, english(*reading.sentences(reading.read(ws, timed)), i18n.show(speeds), source,
                            i18n.show(needs), i18n.show(services.round(2)), i18n.show(check),
                            i18n.value("quantity", check["error"].abs().idxmax())))
     assert "solo assistant" in needs.index and "30-user chat" in set(services["service"])

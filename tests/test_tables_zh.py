@@ -61,17 +61,17 @@ def test_text_agreement_in_chinese(zh):
     assert t["第一個差異"].iloc[1].startswith("a：從第 1 個字元起：")
 
 
-def test_findings_and_notes_in_chinese(zh):
+def test_readings_and_notes_in_chinese(zh):
+    from labkit.bench import reading
     from labkit.lessons import llama_server
-    from labkit.costs import planning
-    reading = pd.DataFrame({"kv_mode": ["split", "split", "split"], "slots": [1, 2, 4],
-                            "workload": ["short"] * 3, "tok_s_vs_1_slot": [1.0, 1.5, float("nan")],
-                            "completion_p50_vs_1_slot": [1.0, 1.3, float("nan")],
-                            "failed": [0, 0, 3], "verdict": ["pass", "pass", "fail: errors"]})
-    lines = planning.findings(reading)
-    assert lines[0] == ("short，split，2 個槽位：總 tok/s 上升了，是 1 個槽位的 1.50 倍；"
-                        "單一請求所花時間的中位數是 1 個槽位的 1.30 倍（變慢了）；通過。")
-    assert "有 3 個請求失敗" in lines[1]
+    from test_bench_reading import _rows, _ws
+    ws = _ws([("short", 1, 20.0, 1.0, 2.0, 0), ("short", 2, 30.0, 1.3, 2.6, 0),
+              ("short", 4, float("nan"), 2.0, 4.0, 3)])
+    lines = reading.sentences(reading.read(ws, _rows([("short", 1, 500, 500, 20)])))
+    assert lines[0] == ("labkit 0.1.0，short，2 個槽位（分割 KV）：tokens/s 是 1 個槽位的 1.50 倍"
+                        "（+50 %），首字等待 p50 是 1.30 倍（1.00 秒 → 1.30 秒），"
+                        "請求完成時間的中位數是 1.30 倍；通過。")
+    assert "3 個請求失敗" in lines[1]
     note = llama_server.skip_note(i18n.Both("the same two requests", "同樣兩個請求"))
     assert note.startswith("已略過：同樣兩個請求。缺少 llama.cpp 的 llama-server：")
 

@@ -7,6 +7,8 @@ per-round table, or the memory samples) and returns the Axes it drew on.
 - :func:`timeline`: one bar per request: waiting for a client worker, waiting in the server,
   prefill, generating.
 - :func:`memory_over_time`: the memory sampler's trace, one line per run.
+- :func:`gains`: a reading's (:mod:`.reading`) tok/s against 1 slot, with the ceiling the
+  prompt share allows beside it.
 """
 
 from __future__ import annotations
@@ -183,3 +185,28 @@ def all_plots(result) -> dict:
 
 __all__ = ["throughput_vs_slots", "ttft_per_request", "timeline", "memory_over_time",
            "all_plots", "phases", "CONFIG_KEYS"]
+
+
+def gains(reading: pd.DataFrame, ax=None):
+    """Tokens/s against 1 slot (:func:`labkit.bench.reading.read`), a line per server, workload
+    and KV mode, and dotted beside it the ceiling its prompt share allows (where the server
+    reports timings): the gap between the two is what sharing a decode step cost."""
+    ax = _axes(ax)
+    keys = [k for k in ("server", "workload", "kv_mode") if k in reading.columns]
+    for key, g in reading.dropna(subset=["tok_s_vs_1"]).groupby(keys, sort=False):
+        g = g.sort_values("slots")
+        if len(g) < 2:
+            continue
+        name = " · ".join(str(k).split(SEP)[0] for k in (key if isinstance(key, tuple) else (key,)))
+        line, = ax.plot(g["slots"], g["tok_s_vs_1"], marker="o", label=name)
+        if g["ceiling"].notna().any():
+            ax.plot(g["slots"], g["ceiling"], ls=":", marker="^", color=line.get_color(),
+                    label=_L(f"ceiling: {name}", f"上限：{name}"))
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel(_L("slots (and requests in flight)", "槽位數（與在途請求數）"))
+    ax.set_ylabel(_L("total tok/s against 1 slot", "總 tok/s 是 1 個槽位的幾倍"))
+    ax.set_title(_L("What more slots bought (solid), and the most the prompt share allows (dotted)",
+                    "多開槽位換到多少（實線），以及提示占比允許的上限（虛線）"), fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    return ax

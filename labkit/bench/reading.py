@@ -127,6 +127,7 @@ def read(ws: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
             "ttft_p50_vs_1": _ratio(r["ttft_p50_s"], b.get("ttft_p50_s")),
             "completion_p50_vs_1": _ratio(r.get("completion_p50_s"), b.get("completion_p50_s")),
             "errors": int(r["errors"]), "verdict": r["verdict"],
+            "fits_context": r.get("fits_context", True), "ttft_ok": r.get("ttft_ok", True),
             "prompt_share_1": share, "token_interval_vs_1": interval,
             "ceiling": 1 / (share + (1 - share) / n) if share == share else math.nan,
             "explained": (1 / (share + (1 - share) * interval / n))
@@ -178,6 +179,7 @@ def sentences(reading: pd.DataFrame) -> list[str]:
                                 f"a result; {r['verdict']}.",
                                 f"{head}：{r['errors']} 個請求失敗，所以它的 tokens/s 不算結果；"
                                 f"{value('verdict', r['verdict'])}。"))
+                out += _remedy(r)
                 continue
             x, tt, c = r["tok_s_vs_1"], r["ttft_p50_vs_1"], r["completion_p50_vs_1"]
             if n == 1 or x != x:
@@ -191,9 +193,38 @@ def sentences(reading: pd.DataFrame) -> list[str]:
                 f"{head}：tokens/s 是 1 個槽位的 {x:.2f} 倍（{_pct(x)}），首字等待 p50 是 {tt:.2f} 倍"
                 f"（{r['ttft_p50_1_s']:.2f} 秒 → {r['ttft_p50_s']:.2f} 秒）{done_zh}；"
                 f"{value('verdict', r['verdict'])}。"))
+            out += _remedy(r)
         if len(more):
             out += _why(more, server, workload)
     return out
+
+
+def _failed(gate) -> bool:
+    """A gate that was judged and did not pass: False (a gate not judged, such as an ungraded
+    answer's "not graded", or a missing one, is not a failure)."""
+    return not isinstance(gate, str) and gate is not None and gate == gate and not bool(gate)
+
+
+def _remedy(r) -> list[str]:
+    """The seed's advice for a configuration that failed a gate: a document that did not fit
+    calls for fewer requests in flight or more room; first tokens too late with room to spare,
+    for a look at long prompts and queueing. Nothing for a configuration that passed both."""
+    if _failed(r.get("fits_context")):
+        return [pick("What to try (the seed's advice when long documents fail): fewer requests "
+                     "in flight (fewer slots, so each gets more of the pool), or more room: a "
+                     "larger -c, or unified KV so that one long request can use the cells the "
+                     "others leave free.",
+                     "可以怎麼做（種子文章對長文件失敗的建議）：先減少在途數（槽位少一點，每個槽位分到"
+                     "的池就大一點），或調整容量：加大 -c，或改用統一 KV，讓一個長請求能用其他請求沒用到的"
+                     "格子。")]
+    if _failed(r.get("ttft_ok")):
+        return [pick("What to try (the seed's advice when the context suffices but first tokens "
+                     "come too late): look at long prompts (each is read before its first token, "
+                     "and holds up the steps of its neighbours) and at queueing (requests waiting "
+                     "for a slot).",
+                     "可以怎麼做（種子文章對容量足夠但首字等太久的建議）：檢查長提示（每個提示都要先讀完"
+                     "才有第一個 token，也會拖慢鄰居的解碼步）和排隊（請求在等空的槽位）。")]
+    return []
 
 
 def _why(more: pd.DataFrame, server: str, workload: str) -> list[str]:

@@ -53,68 +53,6 @@ def first_saturated_rate(signals) -> float | None:
     return float(hit["rate"].min()) if len(hit) else None
 
 
-# ---------------------------------------------------------------------------- reading a worksheet (notebook 05)
-
-def read_worksheet(ws):
-    """Read a :func:`labkit.bench.worksheet` honestly: each config against the 1-slot config of
-    the same workload (its baseline; the same KV mode when there is one, else the other: one slot
-    holds the same cells either way). Returns one row per config with
-    ``tok_s_vs_1_slot`` (ratio of output tok/s), ``completion_p50_vs_1_slot`` (ratio of the
-    median single request's send-to-end time), ``single_requests_slower`` (that ratio > 1),
-    ``failed`` (requests with an error) and ``verdict``. Configs without a 1-slot baseline,
-    or whose throughput is undefined because a request failed, get NaN ratios."""
-    import math
-
-    import pandas as pd
-    rows = []
-    for _, r in ws.iterrows():
-        ones = ws[(ws["workload"] == r["workload"]) & (ws["slots"] == 1)]
-        same = ones[ones["kv_mode"] == r["kv_mode"]]
-        # With one slot, split and unified hold the same cells; either is the baseline.
-        base = same.iloc[0] if len(same) else (ones.iloc[0] if len(ones) else None)
-
-        def ratio(col):
-            if base is None or pd.isna(r[col]) or pd.isna(base[col]) or base[col] == 0:
-                return math.nan
-            return float(r[col]) / float(base[col])
-        c = ratio("completion_p50_s")
-        rows.append({"kv_mode": r["kv_mode"], "slots": int(r["slots"]), "workload": r["workload"],
-                     "output_tok_s": r["output_tok_s"], "tok_s_vs_1_slot": ratio("output_tok_s"),
-                     "completion_p50_s": r["completion_p50_s"], "completion_p50_vs_1_slot": c,
-                     "single_requests_slower": bool(c > 1) if not math.isnan(c) else None,
-                     "failed": int(r["errors"]), "verdict": r["verdict"]})
-    return pd.DataFrame(rows)
-
-
-def findings(reading) -> list[str]:
-    """Plain sentences from :func:`read_worksheet`: where total tok/s rose, where single
-    requests got slower, where requests failed. Only what the numbers say."""
-    out = []
-    for _, r in reading.iterrows():
-        name = pick(f"{r['workload']}, {r['kv_mode']}, {r['slots']} slot"
-                    f"{'s' if r['slots'] != 1 else ''}",
-                    f"{r['workload']}，{r['kv_mode']}，{r['slots']} 個槽位")
-        if r["failed"]:
-            out.append(pick(f"{name}: {r['failed']} request(s) failed, so its throughput is not a "
-                            f"result ({r['verdict']}).",
-                            f"{name}：有 {r['failed']} 個請求失敗，所以它的吞吐不算結果"
-                            f"（{value('verdict', r['verdict'])}）。"))
-            continue
-        if r["slots"] == 1 or r["tok_s_vs_1_slot"] != r["tok_s_vs_1_slot"]:
-            continue
-        rose, x = r["tok_s_vs_1_slot"] > 1, r["tok_s_vs_1_slot"]
-        line = pick(f"{name}: total tok/s {'rose' if rose else 'did not rise'} (x{x:.2f} of 1 slot)",
-                    f"{name}：總 tok/s {'上升了' if rose else '沒有上升'}，是 1 個槽位的 {x:.2f} 倍")
-        c = r["completion_p50_vs_1_slot"]
-        if c == c:
-            line += pick(f"; the median single request took x{c:.2f} as long"
-                         + (" (slower)" if c > 1 else " (not slower)"),
-                         f"；單一請求所花時間的中位數是 1 個槽位的 {c:.2f} 倍"
-                         + ("（變慢了）" if c > 1 else "（沒有變慢）"))
-        out.append(line + pick(f"; {r['verdict']}.", f"；{value('verdict', r['verdict'])}。"))
-    return out
-
-
 def replay(rows, cost, slots: int, *, kv=None):
     """Simulate the requests of a bench run (``prompt_tokens`` and ``completion_tokens`` of each
     row that was answered) all arriving at once, on ``slots`` slots with step cost ``cost``: what

@@ -441,7 +441,13 @@ HEADINGS: dict[str, str] = {
     # planning (labkit.costs.planning): saturation, reading a worksheet, a day, rent or buy, services
     "per_stream_tok_s": "每條串流 tok/s", "saturated": "已飽和",
     "tok_s_vs_1_slot": "tok/s（1 槽位的倍數）", "completion_p50_vs_1_slot": "完成時間 p50（1 槽位的倍數）",
-    "single_requests_slower": "單一請求變慢", "quantity": "量", "measured": "實測",
+    "single_requests_slower": "單一請求變慢",
+    # the reading of a bench run (labkit.bench.reading)
+    "tok_s_vs_1": "tok/s（1 槽位的倍數）", "ttft_p50_vs_1": "首字等待 p50（1 槽位的倍數）",
+    "completion_p50_vs_1": "完成時間 p50（1 槽位的倍數）", "prompt_share_1": "讀提示占比（1 槽位）",
+    "token_interval_vs_1": "token 間隔（1 槽位的倍數）", "ceiling": "上限（倍）",
+    "explained": "可解釋（倍）", "ttft_p50_1_s": "1 槽位首字等待 p50 (s)",
+    "quantity": "量", "measured": "實測",
     "predicted": "預測", "hour": "時", "max_queue": "最深佇列", "total_tok_s": "總 tok/s",
     "source": "來源", "service": "服務", "context per slot": "每槽位上下文", "kv_mib": "KV 快取 (MiB)",
     "memory_mib": "記憶體 (MiB)", "answer_s": "回答時間 (s)", "tok_s_needed": "所需 tok/s",
