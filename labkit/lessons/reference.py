@@ -58,6 +58,10 @@ QUANTITIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("tok_s_1_slot", "output tok/s, 1 slot (short set)", "輸出 tok/s，1 個槽位（短文件組）", "tok/s"),
         ("tok_s_4_slots", "output tok/s, 4 slots (short set)", "輸出 tok/s，4 個槽位（短文件組）", "tok/s"),
         ("ttft_p50_4_slots", "TTFT p50, 4 slots (short set)", "首字等待 p50，4 個槽位（短文件組）", "s"),
+        ("decode_tok_s_1_slot", "output tok/s, 1 slot (decode-heavy set)",
+         "輸出 tok/s，1 個槽位（解碼為主的題組）", "tok/s"),
+        ("decode_tok_s_4_slots", "output tok/s, 4 slots (decode-heavy set)",
+         "輸出 tok/s，4 個槽位（解碼為主的題組）", "tok/s"),
     ],
     "06_counterexamples": [
         ("short_finish_s", "slowest short request's finish, continuous batching on",
