@@ -180,3 +180,21 @@ def test_gains_plot_draws_each_line_and_its_ceiling():
     solid, dotted = ax.lines[0], ax.lines[1]
     assert list(solid.get_ydata()) == pytest.approx([1.0, 1.2, 1.3])
     assert list(dotted.get_ydata()) == pytest.approx([1.0, 1 / (0.6 + 0.4 / 2), 1 / (0.6 + 0.4 / 4)])
+
+
+def _rates(one, many, slowest):
+    rows = [{"workload": "short", "kv_mode": "split", "slots": 1, "round": 0,
+             "server_decode_tok_s": one}] * 2
+    rows += [{"workload": "short", "kv_mode": "split", "slots": 4, "round": 0,
+              "server_decode_tok_s": v} for v in (slowest, many, many, many)]
+    return pd.DataFrame(rows)
+
+
+def test_decode_speeds_read_the_step_total_and_the_outlier():
+    lines = reading.decode_speeds(_rates(100.0, 36.8, 12.9))
+    assert lines[0] == ("short, split: a request decoded at 36.8 tok/s with 4 slots against 100.0 "
+                        "alone (x0.37); 4 decoding at once make 147.2 tok/s in all, x1.47 of one "
+                        "alone.")
+    assert "x0.35 of the median" in lines[1] and "overlapped" in lines[1]
+    calm = reading.decode_speeds(_rates(100.0, 36.8, 35.0))
+    assert "No request" in calm[1] and "overlapped" not in calm[1]

@@ -298,3 +298,51 @@ def reading_markdown(ws: pd.DataFrame, rows: pd.DataFrame | None = None) -> str:
         return ""
     return ("\n" + pick("What this run shows", "這次的結果說明了什麼") + "\n\n"
             + "".join(f"- {line}\n" for line in lines))
+
+
+#: A request whose server decode rate is under this fraction of its configuration's median
+#: "stands out": its decode overlapped the reading of its neighbours' prompts.
+OUTLIER = 0.7
+
+
+def decode_speeds(rates: pd.DataFrame, workload: str = "short") -> list[str]:
+    """What the server's own decode rates (``timings.predicted_per_second`` per request, as
+    :func:`labkit.lessons.live.decode_rates` tables them) show for ``workload``: per KV mode, a
+    request's decode at the most slots against 1 slot and what that many decoding together make;
+    then whether a request of the most slots' first round stands out below its neighbours."""
+    g = rates[(rates["workload"] == workload)].dropna(subset=["server_decode_tok_s"])
+    out = []
+    if not len(g):
+        return out
+    per = g.groupby(["kv_mode", "slots"])["server_decode_tok_s"].median()
+    for kv in dict.fromkeys(g["kv_mode"]):
+        counts = sorted(per[kv].index)
+        if 1 not in counts or counts[-1] < 2:
+            continue
+        n, one, many = counts[-1], float(per[(kv, 1)]), float(per[(kv, counts[-1])])
+        kv_zh = KV_ZH.get(kv, kv)
+        out.append(pick(
+            f"{workload}, {kv}: a request decoded at {many:.1f} tok/s with {n} slots against "
+            f"{one:.1f} alone (x{many / one:.2f}); {n} decoding at once make {n * many:.1f} tok/s "
+            f"in all, x{n * many / one:.2f} of one alone.",
+            f"{workload}，{kv_zh} KV：{n} 個槽位時一個請求的解碼速度是 {many:.1f} tok/s，單獨時是 "
+            f"{one:.1f}（{many / one:.2f} 倍）；{n} 個同時解碼，合計 {n * many:.1f} tok/s，"
+            f"是單獨一個的 {n * many / one:.2f} 倍。"))
+    top = g[(g["slots"] == g["slots"].max()) & (g["round"] == g["round"].min())]
+    if len(top) > 1:
+        slow, med = float(top["server_decode_tok_s"].min()), float(top["server_decode_tok_s"].median())
+        x = slow / med
+        if x < OUTLIER:
+            out.append(pick(
+                f"The slowest request of the {int(top['slots'].iloc[0])}-slot table decoded at "
+                f"{slow:.1f} tok/s, x{x:.2f} of the median: its decode overlapped the reading of its "
+                f"neighbours' prompts.",
+                f"{int(top['slots'].iloc[0])} 個槽位那張表裡最慢的請求解碼速度是 {slow:.1f} tok/s，"
+                f"是中位數的 {x:.2f} 倍：它解碼的時候，鄰居的提示正在被讀。"))
+        else:
+            out.append(pick(
+                f"No request of the {int(top['slots'].iloc[0])}-slot table stands out (the slowest "
+                f"decoded at x{x:.2f} of the median).",
+                f"{int(top['slots'].iloc[0])} 個槽位那張表裡沒有特別慢的請求（最慢的是中位數的 "
+                f"{x:.2f} 倍）。"))
+    return out
