@@ -41,11 +41,12 @@ KEY = "labkit"
 MAX_OUTPUT_BYTES = 300_000
 INLINE_PNG = re.compile(r"(data:image/png;base64,)([A-Za-z0-9+/=]+)")
 
-# The size each notebook's reference run uses: full where it runs in minutes on a 2-core CPU, so
-# that its figures mean something; quick for 05_slots_live, whose full size (the whole 12-document
-# grid, both sets, every slot count, three rounds) takes 20-40 min per edition.
+# The size each notebook's reference run uses: full, so that its figures mean something and its
+# readings are read off the seed's own procedure. 05_slots_live at full size (the 12-document grid,
+# both sets, both KV modes, 1/2/4 slots, three rounds, llama-server beside labkit's server) takes
+# the longest: its time is the one its notebook states.
 SIZES = {"00": "full", "01": "full", "02": "full", "03": "full", "04": "full",
-         "05_roofline": "full", "05_slots_live": "quick", "06": "full", "07": "full", "08": "full",
+         "05_roofline": "full", "05_slots_live": "full", "06": "full", "07": "full", "08": "full",
          "classroom": "full"}
 
 
