@@ -168,12 +168,36 @@ def test_split_from_n_ctx_mirrors_llama_cpp():
 
 def test_unified_optimistic_fails_the_youngest():
     reqs = [R(0, 0.0, 8, 10), R(1, 0.0, 8, 10)]
-    res = simulate(reqs, slots=2, kv=UnifiedKV(20), cost=ONE_SECOND)
+    res = simulate(reqs, slots=2, kv=UnifiedKV(20, on_full="fail"), cost=ONE_SECOND)
     r0, r1 = row(res, 0), row(res, 1)
     assert r0.status == "ok"
     assert r1.status == "failed" and r1.reason.startswith("kv_full")
     assert r1.generated == 3                      # 16 + 2 + 2 = 20 cells, then no room
     assert res.steps["kv_used"].max() <= 20
+
+
+def test_a_dry_unified_pool_fails_every_request_in_flight_as_llama_server_does():
+    """The default, llama-server's: when no cell is left for the next token, every request in
+    flight fails at that step, none is preempted, and a request still queued is served after."""
+    reqs = [R(0, 0.0, 8, 10), R(1, 0.0, 8, 10), R(2, 0.0, 4, 2)]
+    res = simulate(reqs, slots=2, kv=UnifiedKV(20), cost=ONE_SECOND)
+    r0, r1, r2 = row(res, 0), row(res, 1), row(res, 2)
+    assert r0.status == r1.status == "failed"
+    assert r0.reason.startswith("kv_full") and r1.reason.startswith("kv_full")
+    assert r0.finish == r1.finish                 # at the same step
+    assert r0.generated == r1.generated == 3      # 16 + 2 + 2 = 20 cells, then no room
+    assert res.summary()["preemptions"] == 0 and (res.requests["preemptions"] == 0).all()
+    assert r2.status == "ok" and r2.admitted >= r0.finish
+    # the other two modes give a different end to the same evening
+    one = simulate(reqs, slots=2, kv=UnifiedKV(20, on_full="fail"), cost=ONE_SECOND)
+    assert row(one, 0).status == "ok"
+    again = simulate(reqs, slots=2, kv=UnifiedKV(20, on_full="preempt"), cost=ONE_SECOND)
+    assert (again.requests.status == "ok").all() and again.summary()["preemptions"] >= 1
+
+
+def test_unknown_on_full_is_refused():
+    with pytest.raises(ValueError, match="fail_all"):
+        UnifiedKV(20, on_full="drop")
 
 
 def test_unified_preempt_recomputes_later():

@@ -45,7 +45,7 @@ def kv_models(draw):
         return SplitKV(draw(st.integers(16, 400)))
     if kind == "unified":
         return UnifiedKV(draw(st.integers(64, 900)), admission=draw(st.sampled_from(["optimistic", "reserve"])),
-                         on_full=draw(st.sampled_from(["fail", "preempt"])))
+                         on_full=draw(st.sampled_from(["fail_all", "fail", "preempt"])))
     if kind == "paged":
         return PagedKV(draw(st.integers(4, 80)), draw(st.sampled_from([4, 8, 16])),
                        on_full=draw(st.sampled_from(["fail", "preempt"])))

@@ -442,9 +442,19 @@ class _Engine:
         self._client_done(job.req, self.now)
 
     def _kv_full(self):
-        """The pool cannot hold one more token per generating sequence: fail or preempt the youngest."""
+        """The pool cannot hold one more token per generating sequence: fail every request in
+        flight (``fail_all``, llama-server), or fail or preempt the youngest."""
         busy = [j for j in self.slots if j is not None]
         victim = max(busy, key=lambda j: j.order)
+        if self.kv.on_full == "fail_all":
+            # llama-server, when llama_decode finds no room (ret 1 at a batch of one): it sends
+            # the error to every slot that is processing and releases them all.
+            for job in sorted(busy, key=lambda j: j.order):
+                self._leave(job)
+                self._record(job, "failed", "kv_full: the pool ran dry; every request in flight "
+                             "failed", self.now)
+                self._client_done(job.req, self.now)
+            return
         if self.kv.on_full == "preempt" and len(busy) > 1:
             self._leave(victim)
             victim.preemptions += 1

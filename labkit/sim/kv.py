@@ -11,11 +11,13 @@ is shared between the tables (slots, 窗口) changes what happens under load:
   ``length``. Slots never disturb each other.
 - :class:`UnifiedKV`: llama.cpp's ``--kv-unified`` (and ``-np auto``). One shared
   pool of cells. With ``admission="optimistic"`` a request is admitted when its
-  prompt fits *now*; if the pool later runs dry while sequences generate, the
-  youngest sequence (most recently admitted) is failed (``on_full="fail"``,
-  status ``failed``, reason ``kv_full``; llama.cpp's decode returns 1 and the
-  server gives up on the slot) or preempted (``on_full="preempt"``: its cells are
-  freed and it rejoins the front of the queue, to recompute later). With
+  prompt fits *now*; if the pool later runs dry while sequences generate, every
+  request in flight fails (``on_full="fail_all"``, the default: status ``failed``,
+  reason ``kv_full``; llama.cpp's decode returns 1 and llama-server sends the error to
+  every slot that is processing and releases them all, server_context::update_slots),
+  or only the youngest sequence (most recently admitted) fails (``on_full="fail"``),
+  or it is preempted (``on_full="preempt"``, what vLLM does: its cells are freed and
+  it rejoins the front of the queue, to recompute later). With
   ``admission="reserve"`` a request is admitted only when prompt + every token it
   may generate fits, so the pool never runs dry, at the price of idle reserved room.
   Attention in a unified pool runs over the whole pool: llama.cpp views the one
@@ -68,7 +70,8 @@ class KVModel:
     """Interface shared by the KV models. Counts are in cells (tokens)."""
 
     kind = "base"
-    #: What to do when a generating sequence finds no room: "fail" or "preempt".
+    #: What to do when a generating sequence finds no room: "fail_all" (every request in
+    #: flight fails, as llama-server does), "fail" (the youngest fails) or "preempt".
     on_full = "fail"
     #: Whether every querying sequence's attention runs over every used cell of the pool
     #: (llama.cpp's unified KV: one stream, n_kv = the pool's used cells) rather than over
@@ -226,8 +229,9 @@ class UnifiedKV(KVModel):
             context to mirror llama-server's cap).
         admission: ``"optimistic"`` (the prompt must fit now) or ``"reserve"``
             (prompt plus all future tokens must fit).
-        on_full: ``"fail"`` or ``"preempt"`` the youngest sequence when the pool
-            runs dry during generation (only reachable with optimistic admission).
+        on_full: when the pool runs dry during generation (only reachable with
+            optimistic admission): ``"fail_all"`` (every request in flight fails, as
+            llama-server does), or ``"fail"`` or ``"preempt"`` the youngest sequence.
         pool_attention: charge a step's attention over every used cell of the pool,
             as llama.cpp views it (True, the default), or over the sequences' own cells
             only (False: the earlier charging, kept to compare).
@@ -236,12 +240,12 @@ class UnifiedKV(KVModel):
     kind = "unified"
 
     def __init__(self, n_cells: int, *, slot_cap: int | None = None,
-                 admission: str = "optimistic", on_full: str = "fail",
+                 admission: str = "optimistic", on_full: str = "fail_all",
                  pool_attention: bool = True):
         if admission not in ("optimistic", "reserve"):
             raise ValueError("admission must be 'optimistic' or 'reserve'")
-        if on_full not in ("fail", "preempt"):
-            raise ValueError("on_full must be 'fail' or 'preempt'")
+        if on_full not in ("fail_all", "fail", "preempt"):
+            raise ValueError("on_full must be 'fail_all', 'fail' or 'preempt'")
         self.n_cells = int(n_cells)
         self.slot_cap = int(min(slot_cap or n_cells, n_cells))
         self.admission, self.on_full = admission, on_full

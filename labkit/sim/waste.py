@@ -82,9 +82,10 @@ def schemes(cells: int = 8192, longest: int = 2048, slots: int = 16, block_size:
 
     - split, as many slots as stripes of ``longest`` cells fit (every request fits);
     - split, ``slots`` slots (smaller stripes: long requests are refused or cut short);
-    - unified, ``slots`` slots sharing the pool (a sequence that finds it full is preempted
-      and recomputed later, as vLLM does; llama.cpp itself would fail it);
-    - paged, ``slots`` slots, blocks of ``block_size`` cells.
+    - unified, ``slots`` slots sharing the pool, as llama.cpp's ``--kv-unified`` runs it: when
+      the pool runs dry every request in flight fails (llama-server), none is preempted;
+    - paged, ``slots`` slots, blocks of ``block_size`` cells: a sequence that finds no free
+      block is preempted and recomputed later, as vLLM does.
     """
     wide = max(1, cells // longest)
     narrow = cells // slots
@@ -92,7 +93,7 @@ def schemes(cells: int = 8192, longest: int = 2048, slots: int = 16, block_size:
         f"split, {wide} slots x {longest}": dict(slots=wide, kv=SplitKV(longest)),
         f"split, {slots} slots x {narrow}": dict(slots=slots, kv=SplitKV(narrow)),
         f"unified, {slots} slots": dict(slots=slots, kv=UnifiedKV(cells, slot_cap=longest,
-                                                                  on_full="preempt")),
+                                                                  on_full="fail_all")),
         f"paged, {slots} slots, blocks of {block_size}": dict(
             slots=slots, kv=PagedKV(cells // block_size, block_size, max_cells=longest)),
     }
@@ -114,6 +115,7 @@ def equal_memory(workload=None, *, cells: int = 8192, longest: int = 2048, slots
                      "throughput_tok_s": s["throughput_tok_s"],
                      "ok": int(status.get("ok", 0)),
                      "cut short or refused": int(status.get("length", 0) + status.get("refused", 0)),
+                     "failed": int(status.get("failed", 0)),
                      "preemptions": int(run.requests["preemptions"].sum())})
     return pd.DataFrame(rows).set_index("scheme"), runs
 
