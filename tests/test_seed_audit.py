@@ -2,7 +2,14 @@
 promises: every row names cells that exist, the calls it names are in their code, the claim's key
 words are in their text (English in the English notebook, Chinese in the zh-TW twin of each prose
 cell), a row said to run llama-server names a cell that starts it, and a partial or missing row
-says what is left out. The README's table is the one the data renders."""
+says what is left out. The README's table is the one the data renders.
+
+And the outputs: every row that is not prose, partial or missing names the cell whose committed
+OUTPUT shows its item (``shown``), and that output, in the committed notebooks of both editions,
+holds the row's evidence (``evidence``: a regex per edition). Who produced the output and the size
+of the run it comes from (metadata.labkit.reference_run) are in the README's table; a procedure the
+seed runs at full size is partial while its output comes from a quick run. Changing a 05 row after
+a new run is changing its ``evidence`` (and its status) in seed_audit.py: the checks here follow."""
 
 import re
 from functools import lru_cache
@@ -12,7 +19,7 @@ import nbformat
 import pytest
 
 from labkit.lessons import seed_audit
-from labkit.lessons.seed_audit import ROWS, STATUSES, R
+from labkit.lessons.seed_audit import ROWS, SERVERS, STATUSES, R, evidence_problems, server_of
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -86,6 +93,28 @@ def problems(row) -> list[str]:
     return out
 
 
+def output_problems(row) -> list[str]:
+    """What is wrong with the output a row names, in the committed notebooks of both editions."""
+    out = []
+    if server_of(row) not in SERVERS:
+        out.append(f"the row says who produced its output: one of {SERVERS}")
+    if row.status in ("prose only", "partial", "missing"):
+        if row.status == "missing" and row.shown:
+            out.append("a missing row names no output")
+    elif not row.shown:
+        out.append(f"a {row.status} row names the cell whose output shows it")
+    if not row.shown:
+        return out
+    cells = [seed_audit.shown_cell(row, edition)[1] for edition in ("en", "zh-TW")]
+    out += evidence_problems(row, *cells)
+    text = " ".join(seed_audit.output_text(c) for c in cells if c)
+    if "llama-server" in server_of(row) and "llama-server" not in text:
+        out.append("the output said to come from llama-server never names llama-server")
+    if row.kind == "procedure" and seed_audit.size_of(row) != "full" and row.status != "partial":
+        out.append(f"a procedure shown by a {seed_audit.size_of(row)} run is partial")
+    return out
+
+
 def _runs_with_earlier(row) -> bool:
     """A live row's named cell reads a run made by an earlier cell of its notebook: it uses a
     name that an earlier cell which runs labkit on llama.cpp assigns (``result`` from
@@ -110,6 +139,11 @@ def _runs_with_earlier(row) -> bool:
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.seed}-{r.status}-{r.claim[:40]}")
 def test_each_row_is_shown_where_it_says(row):
     assert problems(row) == []
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.seed}-{r.status}-{r.claim[:40]}")
+def test_each_row_names_the_output_that_shows_it(row):
+    assert output_problems(row) == []
 
 
 def test_every_seed_and_every_status_needed_is_there():
@@ -178,3 +212,86 @@ def test_a_row_names_the_part_that_holds_its_cell():
     assert part_of("05", "907bdfb1") == "05_roofline"
     assert part_of("05", "9bdc6821") == "05_slots_live"
     assert part_of("05", "no-such-cell") == "05"
+
+
+# ----------------------------------------------- outputs: cases that must fail (in-memory copies)
+
+import copy  # noqa: E402
+
+SHOWN = [r for r in ROWS if r.shown]
+
+
+def _altered(row, edition, outputs):
+    """The row's two named cells, one edition's replaced by a copy with ``outputs``."""
+    cells = {e: seed_audit.shown_cell(row, e)[1] for e in ("en", "zh-TW")}
+    cells[edition] = dict(copy.deepcopy(cells[edition]), outputs=outputs)
+    return cells["en"], cells["zh-TW"]
+
+
+@pytest.mark.parametrize("row", [ROWS[i] for i in (7, 13)] +
+                         [r for r in SHOWN if r.shown.startswith("05:")][:2],
+                         ids=lambda r: r.shown)
+@pytest.mark.parametrize("edition", ["en", "zh-TW"])
+def test_a_named_cell_without_its_outputs_fails(row, edition):
+    assert evidence_problems(row, *_altered(row, edition, [])) == [
+        f"{edition}: {row.shown} has no output"]
+
+
+@pytest.mark.parametrize("row", [ROWS[i] for i in (7, 13)] +
+                         [r for r in SHOWN if r.shown.startswith("05:")][:2],
+                         ids=lambda r: r.shown)
+@pytest.mark.parametrize("edition", ["en", "zh-TW"])
+def test_a_named_cell_whose_output_lacks_the_evidence_fails(row, edition):
+    stream = [{"output_type": "stream", "name": "stdout", "text": ["something else entirely\n"]}]
+    problems_ = evidence_problems(row, *_altered(row, edition, stream))
+    assert len(problems_) == 1 and problems_[0].startswith(f"{edition}: {row.shown}'s output does not show")
+
+
+def test_every_named_output_is_checked_in_both_editions():
+    """Each shown row passes as committed, and fails once either edition's output is emptied:
+    the check reads outputs, not sources."""
+    for row in SHOWN:
+        for edition in ("en", "zh-TW"):
+            assert evidence_problems(row, *_altered(row, edition, [])), (row.claim, edition)
+
+
+def test_a_row_without_evidence_or_output_cell_fails():
+    row = R("000", "x", "computed", ["03:c10"], ["bytes_per_token(32, 8, 128"], ["2048"],
+            shown="03:c10")
+    assert "a row naming an output cell gives its evidence for both editions" in output_problems(row)
+    assert output_problems(R("000", "x", "computed", ["03:c10"], [], ["2048"])) == [
+        "a computed row names the cell whose output shows it"]
+    assert "a missing row names no output" in output_problems(
+        R("000", "x", "missing", note="not shown anywhere, for a reason", shown="03:c10",
+          evidence="131,072"))
+
+
+def test_a_markdown_cell_is_no_output():
+    row = R("000", "x", "prose only", ["03:seedswa0"], [], ["--swa-full"], ["--swa-full"],
+            note="src", shown="03:seedswa0", evidence="swa")
+    assert "en: 03:seedswa0 is not a code cell" in output_problems(row)
+
+
+def test_a_quick_run_cannot_carry_a_full_procedure():
+    live = R("000", "x", "live on labkit", ["05:9bdc6821"], [], ["configs"], kind="procedure",
+             shown="05:9bdc6821", evidence=r"\d+ (?:requests measured|個請求)|量了 \d+")
+    if seed_audit.size_of(live) == "quick":
+        assert "a procedure shown by a quick run is partial" in output_problems(live)
+    else:
+        assert "a procedure shown by a quick run is partial" not in output_problems(live)
+
+
+def test_llama_server_rows_show_llama_server():
+    row = R("002", "x", "live on llama-server", ["07:a58c1baa"], [], ["requests_deferred"],
+            shown="03:c10", evidence="131,072")
+    assert "the output said to come from llama-server never names llama-server" in \
+        output_problems(row)
+
+
+def test_the_readme_names_server_run_and_status_of_each_row():
+    text = (NOTEBOOKS / "README.md").read_text(encoding="utf-8")
+    for row in ROWS:
+        line = next(l for l in text.splitlines() if l.startswith(f"| {row.seed} | {row.kind} | ")
+                    and seed_audit._cell(row.claim) in l)
+        assert f"| {row.status} | " in line and f"| {server_of(row)} | " in line
+        assert f"| {seed_audit.size_of(row)} | " in line
