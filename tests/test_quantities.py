@@ -37,9 +37,22 @@ def test_a_size_in_gib_is_converted_to_the_mib_asked_for():
 
 
 def test_days_are_converted_to_the_months_asked_for():
-    verdict("8.3", "0.85 days", WRONG, "read 0.85 days as 0.02833 months")
-    verdict("8.3", "25.35 days", CORRECT, "read 25.35 days as 0.845 months")
+    verdict("8.3", "0.85 days", WRONG, "read 0.85 days as 0.02795 months")     # a 730-hour month
+    verdict("8.3", "25.7 days", CORRECT, "read 25.7 days as 0.8449 months")
     verdict("8.3", "0.845 個月", CORRECT)
+
+
+@pytest.mark.parametrize("answer, hint, not_hint", [
+    (600 / 730, "power bill", "730 hours"),         # 730 h, the power forgotten: that mistake only
+    (600 / 720, "730 hours", "power bill"),         # a 30-day month, the power forgotten
+    (600 / 700, "730 hours", "power bill"),         # a 30-day month, the power paid
+])
+def test_8_3_names_the_mistake_the_numbers_show(answer, hint, not_hint):
+    """The power-bill hint fires only where the answer is the 730-hour rent without the power;
+    a 30-day month is named as such (notebook 08 and the exercise both use 730 h)."""
+    result = verdict("8.3", answer, WRONG, hint)
+    assert not_hint not in result.message, result.message
+    assert evaluate("8.3", 600 / (730 - 20)).status == CORRECT
 
 
 def test_milliseconds_are_converted_to_the_seconds_asked_for(monkeypatch):

@@ -3,6 +3,7 @@ an instance that is always up, a day's plot, a chat's KV memory, and rent or buy
 
 from __future__ import annotations
 
+from ..costs.planning import HOURS_PER_MONTH
 from ..lang.i18n import Both, pick
 from . import choice, exercise, open_question
 from .quantities import quantity
@@ -43,26 +44,38 @@ def _step(answer):
                        "每一步的成本是五項的和；這裡只有兩項不是零")
 
 
-BUY, POWER, RENT, BUSY_H, DAYS = 600, 10, 1.0, 4, 30
+# One month everywhere, notebook 08's: 730 h (365 x 24 / 12). The power bill is $20 so that no
+# pair of mistakes lands on the right answer (with $10, 730 - 10 = 720 = a 30-day month's hours).
+BUY, POWER, RENT, BUSY_H = 600, 20, 1.0, 4
+MONTH_H = HOURS_PER_MONTH                   # 730
+DAYS = MONTH_H / 24                         # 30.42
 
 
-@exercise("8.3", Both("Buy 600 + 10/month of power; rent an instance at 1.0/h, up 24 h x 30 days, "
-                      "busy 4 h a day: break-even after how many months?",
-                      "買卡 600，加上每月電費 10；租執行個體每小時 1.0，開著 24 小時 x 30 天，"
+def _near(v, want, tol=0.005):
+    return abs(v - want) < tol
+
+
+@exercise("8.3", Both("Buy 600 + 20/month of power; rent an instance at 1.0/h, up all month "
+                      "(730 h), busy 4 h a day: break-even after how many months?",
+                      "買卡 600，加上每月電費 20；租執行個體每小時 1.0，整個月開著（730 小時），"
                       "每天忙 4 小時：幾個月後回本？"))
 def _break_even(answer):
     v = quantity(answer, "months")
-    if abs(v - BUY / (24 * DAYS * RENT - POWER)) < 0.005:
+    if _near(v, BUY / (MONTH_H * RENT - POWER)):
         return True, ""
-    if abs(v - BUY / (24 * DAYS * RENT)) < 0.005:
+    if _near(v, BUY / (MONTH_H * RENT)):
         return False, pick("owning is not free once bought: the machine's power bill is paid every "
                            "month", "買了之後也不是免費的：每個月都要付這台機器的電費")
-    if abs(v - BUY / (BUSY_H * DAYS * RENT - POWER)) < 0.01 or abs(v - BUY / (BUSY_H * DAYS * RENT)) < 0.01:
+    if _near(v, BUY / (720 * RENT - POWER)) or _near(v, BUY / (720 * RENT)):
+        return False, pick("a month here is 730 hours (365 x 24 / 12), as in notebook 08, not "
+                           "30 days of 24 hours", "這裡的一個月是 730 小時（365 x 24 / 12），和筆記本 08 "
+                           "一樣，不是 30 天乘 24 小時")
+    if _near(v, BUY / (BUSY_H * DAYS * RENT - POWER), 0.01) or _near(v, BUY / (BUSY_H * DAYS * RENT), 0.01):
         return False, pick("that is the serverless price: a rented instance bills every hour it is "
                            "up, not only the hours it generates",
                            "那是無伺服器的價格：租來的執行個體開著的每一小時都計費，"
                            "不只是它在生成的時數")
-    if abs(v - BUY / (24 * RENT - POWER / DAYS)) < 0.5 or abs(v - BUY / (24 * RENT)) < 0.5:
+    if _near(v, BUY / (24 * RENT - POWER / DAYS), 0.5) or _near(v, BUY / (24 * RENT), 0.5):
         return False, pick("that is in days; the question asks for months",
                            "那是以天為單位；題目問的是月")
     return False, pick("find what renting costs in a month, then what owning saves each month",
@@ -121,18 +134,19 @@ open_question(
          "在這個時數下自己買機器和每種租法每月的成本，以及交叉點的時數。說出你的選擇，"
          "以及種子文章裡哪個價格以外的因素會讓你改變主意。"),
     model_answer=Both(
-        "My simulated day kept the server busy about 10 hours a day, about 300 hours a month. At "
-        "those hours the whole machine (a $600 card, half of an $800 PC, sold for $250 after 3 "
-        "years, power idle and busy) costs about $45 a month, against $730 for an instance always "
-        "on, about $340 for one stopped when idle and $465 serverless. Owning costs less than "
-        "stopping an instance above about 21 busy hours a month, so we would still buy at a tenth "
-        "of our hours. We generate every working day and our documents must stay in the building "
+        "My simulated day, run on the RTX 4090 preset with the 8B model, kept the GPU busy about "
+        "5.4 hours a day, about 165 hours a month. At those hours the whole machine (a $600 card, "
+        "half of an $800 PC, sold for $250 after 3 years, power idle and busy) costs about $37 a "
+        "month, against $730 for an instance always on, about $190 for one stopped when idle and "
+        "$256 serverless. Owning costs less than stopping an instance above about 21 busy hours a "
+        "month, so we would still buy at an eighth of our hours. We generate every working day and our documents must stay in the building "
         "(privacy), so we buy; we would rent instead if our demand came in bursts or we needed an "
         "80 GB-class model that no consumer card holds.",
-        "我模擬的一天讓伺服器每天忙約 10 小時，每月約 300 小時。在這個時數下，整台機器（一張 $600 "
-        "的卡、一台 $800 電腦的一半，3 年後以 $250 賣掉，算進閒置和忙碌的電費）每月約 $45；一直開著的"
-        "執行個體每月 $730，閒置就關機的約 $340，無伺服器約 $465。每月忙碌超過約 21 小時，自己買就比"
-        "閒置就關機的執行個體便宜，所以就算時數只有十分之一，我們還是會買。我們每個工作天都在生成，"
+        "我模擬的一天放到 RTX 4090 預設、8B 模型上跑，讓 GPU 每天忙約 5.4 小時，每月約 165 小時。"
+        "在這個時數下，整台機器（一張 $600 的卡、一台 $800 電腦的一半，3 年後以 $250 賣掉，算進閒置和"
+        "忙碌的電費）每月約 $37；一直開著的執行個體每月 $730，閒置就關機的約 $190，無伺服器約 $256。"
+        "每月忙碌超過約 21 小時，自己買就比閒置就關機的執行個體便宜，所以就算時數只有八分之一，"
+        "我們還是會買。我們每個工作天都在生成，"
         "文件也必須留在公司內（隱私），所以選擇買；如果需求是一陣一陣的爆發，或需要消費級顯示卡放不下"
         "的 80 GB 等級模型，我們就會改用租的。"),
     rubric=[

@@ -6,9 +6,10 @@ answer_8_1 = (10 - 12) / 12
 # 8.2: the fixed cost once, plus 0.002 s for each of the 8 decoding sequences.
 answer_8_2 = 0.01 + 8 * 0.002
 
-# 8.3: the instance bills 24 h x 30 days x 1.0 = 720 a month whether busy or not; the machine costs 10
-# a month of power, so each month of owning saves 710: 600 / 710 = 0.85 months.
-answer_8_3 = 600 / (24 * 30 * 1.0 - 10)
+# 8.3: the instance bills 730 h x 1.0 = 730 a month (365 x 24 / 12 h, notebook 08's month) whether
+# busy or not; the machine costs 20 a month of power, so each month of owning saves 710:
+# 600 / 710 = 0.85 months.
+answer_8_3 = 600 / (730 * 1.0 - 20)
 
 # 8.4: a steady climb that never drains: arrivals outpace service, so capacity is short
 # (the seed: 穩定攀升代表容量不足).
