@@ -289,3 +289,10 @@ def test_relative_links_lead_somewhere(path):
     broken = [target for target in LINK.findall(_prose(path))
               if not (path.parent / target).exists()]
     assert not broken, f"{path.name}: links that lead nowhere: {broken}"
+
+
+def test_a_quote_cut_by_a_tables_width_is_data_but_words_after_it_are_not():
+    cut = "DEMO-02：從第 3 個字元起：'' vs ' railway station is f..."
+    assert editions.printed_english([_stdout(cut)]) == []
+    assert editions.printed_english([_stdout("從第 3 個字元起 railway station is f...")]) \
+        == ["railway station is f"]                  # no quote: the words are still found

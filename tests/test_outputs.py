@@ -171,7 +171,7 @@ def test_a_widget_with_no_still_is_named():
 
 
 def test_each_notebook_runs_at_its_own_size_and_the_committed_run_says_which():
-    assert outputs.size_of(outputs.NOTEBOOKS / "05_slots_live.ipynb") == "quick"
+    assert outputs.size_of(outputs.NOTEBOOKS / "05_slots_live.ipynb") == "full"
     assert outputs.size_of(outputs.NOTEBOOKS / "05_roofline.ipynb") == "full"
     assert outputs.size_of(outputs.NOTEBOOKS / "zh-TW" / "08_capacity_planning.ipynb") == "full"
     for path in NOTEBOOKS:

@@ -205,9 +205,10 @@ PYTHON_LINE = re.compile(r"^\s*(\d+\s+)?(#|@|(def|class|return|if|elif|else|for|
 # Three English words in a row in what a cell prints: a sentence, not a name or a unit.
 PRINTED_RUN = english_run(3)
 # Left out of what a cell prints before it is read: code spans, and quoted strings (a value's
-# repr or JSON: a model's answer, a list of names), which are data, not words labkit chose.
+# repr or JSON: a model's answer, a list of names), which are data, not words labkit chose; a
+# quote a table's column width cut short counts as one ("'' vs ' railway station is f...").
 SKIP_IN_OUTPUT = [re.compile(r"`[^`]*`"), re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])"),
-                  re.compile(r'"[^"\n]*"')]
+                  re.compile(r'"[^"\n]*"'), re.compile(r"(?<![A-Za-z])'[^'\n]*\.\.\.(?=\s|$)")]
 _HTML_DROP = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
 _HTML_TAG = re.compile(r"<[^>]+>")
 

@@ -175,11 +175,11 @@ ROWS: tuple[Row, ...] = (
       note="llama.cpp common/arg.cpp: -ngl/--gpu-layers (a number, auto or all), -fit/--fit "
            "on|off (adjust unset arguments to fit in device memory)"),
     R("000", "twelve documents with id, owner and deadline, an answer key, and a long set with "
-      "the same answers", "partial", ["05:9bdc6821"], ['"short"', '"long"'],
+      "the same answers", "live on labkit", ["05:9bdc6821"], ['"short"', '"long"'],
       ["workloads"], kind="procedure",
-      note="the committed 05_slots_live run is quick: 4 documents of the short set; the twelve documents and the long set are in the code (labkit.bench's workloads), not in the output",
       shown="05:9bdc6821",
-      evidence=(r"\['short'\] x 1 round\(s\), 4 documents each", r"\['short'\] × 1 輪，每輪 4 份文件"),
+      evidence=(r"\['short', 'long'\] x 3 round\(s\), 12 documents each",
+                r"\['short', 'long'\] × 3 輪，每輪 12 份文件"),
       server="labkit"),
     R("000", "estimate a prompt's length with /apply-template and /tokenize before running, "
       "keep room for the template and the answer, and check it against the answer's token count",
@@ -205,23 +205,28 @@ ROWS: tuple[Row, ...] = (
     R("000", "change the server's slots and the client's requests in flight together; a "
       "warm-up, a restart and three rotated rounds per configuration; cache_prompt false",
       "partial", ["05:9bdc6821"], ["rounds"], ["configs"], kind="procedure",
-      note='quick run: one round, no rotation of rounds to compare; the warm-up, restart and cache_prompt false are in the code',
+      note="three rounds of six configurations are on screen; the rotation, the warm-up, the "
+           "restart and cache_prompt false are in the code (bench.measure), not in the output",
       shown="05:9bdc6821",
-      evidence=(r"2 configurations x \['short'\] x 1 round\(s\)", r"2 組配置 × \['short'\] × 1 輪"),
+      evidence=(r"6 configurations x \['short', 'long'\] x 3 round\(s\)",
+                r"6 組配置 × \['short', 'long'\] × 3 輪"),
       server="labkit"),
     R("000", "the procedure on its own server: llama-server started with -np 1, then 2, then 4, "
       "the same documents with as many requests in flight as slots, each figure labelled with "
       "its server, version and flags", "partial",
       ["05:6cf9b930", "05:1837b11b", "05:9033d930"], ["llama_server.seed_slots"],
       ["-np 1", "llama-server"], ["-np 1", "llama-server"], kind="procedure",
-      note="quick run: llama-server at -np 1 and 2 only; the seed's -np 4 is not in the committed output",
+      note="the short set, split KV, three rounds; the long set and unified KV run on labkit's "
+           "server (§3) and, on llama-server, in 04's unified pool",
       shown="05:9033d930",
-      evidence=(r"llama-server \(xllamacpp [\d.]+\): total tok/s against its own 1 slot: 1 slot 1\.00x, 2 slots", r"llama-server \(xllamacpp [\d.]+\)：總 tok/s 對自己的 1 槽：1 槽 1\.00 倍，2 槽"),
+      evidence=(r"llama-server \(xllamacpp [\d.]+\): total tok/s against its own 1 slot: 1 slot 1\.00x, 2 slots [\d.]+x, 4 slots [\d.]+x",
+                r"llama-server \(xllamacpp [\d.]+\)：總 tok/s 對自己的 1 槽：1 槽 1\.00 倍，2 槽 [\d.]+ 倍，4 槽"),
       server="llama-server and labkit"),
     R("000", "throughput is the sum of completion_tokens over the batch's wall time; the "
       "worksheet's columns and the median of the rounds", "partial", ["05:771afc71"],
       ["result.worksheet"], ["output_tok_s"], kind="figure",
-      note='quick run: one round per configuration, so the median of the rounds is the one round',
+      note="the lines are medians of three rounds (the prose says so); the rounds' own values "
+           "are in worksheet.csv, not on screen",
       shown="05:771afc71",
       evidence=(r"output_tok_s ttft_p50_s ttft_max_s", r"輸出 tok/s 首字等待 p50 \(s\) 首字等待最大值 \(s\)"),
       server="labkit"),
@@ -269,9 +274,11 @@ ROWS: tuple[Row, ...] = (
       server="labkit"),
     R("000", "if throughput rises but long documents fail, lower the requests in flight or add "
       "capacity; if the context suffices but TTFT is long, look at long prompts and queueing",
-      "partial", ["05:4c00386f"], ["reading.sentences"], ["reading.read"],
-      note="the reading prints the first remedy under the long document's refusal; the second "
-           "only where the TTFT gate fails, which a 10 s limit does not here",
+      "live on labkit", ["05:4c00386f"], ["reading.sentences"], ["reading.read"],
+      shown="05:4c00386f",
+      evidence=(r"What to try \(the seed's advice when long documents fail\).*What to try \(the seed's "
+                r"advice when the context suffices but first tokens come too late\)",
+                r"可以怎麼做（種子文章對長文件失敗的建議）.*可以怎麼做（種子文章對容量足夠但首字等太久的建議）"),
       server="labkit"),
     R("000", "long and short mixed, with --cont-batching and --no-cont-batching",
       "live on labkit", ["06:369a80b4"], ["cont_batching"], ["long_tokens"], kind="procedure",
