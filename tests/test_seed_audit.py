@@ -27,7 +27,7 @@ NOTEBOOKS = ROOT / "notebooks"
 #: seed's procedure, seed_slots, among them),
 #: the prompt-cache lesson's runs (labkit.lessons.prompt_cache.compare: both servers), or a
 #: launch of kind "xllamacpp".
-STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst|prompt_estimate|seed_slots|seed_server)\(|"
+STARTS_LLAMA_SERVER = re.compile(r"llama_server\.(compare|fill_pool|llama_server_burst|mixed_burst|prompt_estimate|seed_slots|seed_server)\(|"
                                  r"prompt_cache\.compare\(|"
                                  r"kind=\"xllamacpp\"|kinds=\(\"xllamacpp\"")
 #: What runs llama.cpp through labkit in a cell: its server, its engine, or llama.cpp's C API.

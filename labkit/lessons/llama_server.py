@@ -372,7 +372,7 @@ def llama_server_burst(n: int = 4, max_tokens: int = 4, n_slots: int = 1, n_ctx:
     import httpx
     import pandas as pd
 
-    from ..bench.provenance import label
+    from ..bench.provenance import label, server_name
     from ..server.launch import ServerConfig, launch
     answers, samples = [], []
     config = ServerConfig(kind=kind, n_ctx=n_ctx, n_slots=n_slots, n_threads=1)
@@ -447,3 +447,83 @@ PROMPT_ESTIMATE_ZH = {"server": "伺服器", "prompt": "提示", "characters": "
                       "status": "HTTP 狀態",
                       "prompt_tokens": "prompt_tokens", "n_ctx_slot": "n_ctx_slot",
                       "room for the answer": "留給回答的空間"}
+
+
+# ---------------------------------------------------------------------------- long and short mixed (06)
+
+def mixed_burst(kinds=("labkit", REFERENCE), *, prompts, lengths, n_ctx: int = 4096,
+                n_slots: int = 2, log_dir: str | None = None, gap_s: float = 0.1):
+    """Notebook 06 §1 on real servers: for each server kind and each of ``--cont-batching`` and
+    ``--no-cont-batching``, a fresh server (``-c n_ctx -np n_slots --kv-unified``) gets the
+    first prompt (the long one) and, ``gap_s`` later, the others at once, each answered with
+    exactly its ``lengths`` tokens (``ignore_eos``). One row per request: ``server`` (its
+    name and version; ``attrs["measured_on"]`` holds each run's flags), ``cont_batching``, ``request``,
+    ``max_tokens``, ``generated``, ``first_token_s`` and ``finish_s`` (the client's clock, from
+    the first send), ``error``."""
+    import httpx
+    import pandas as pd
+
+    from ..bench.client import RequestSpec, stream_one
+    from ..bench.provenance import label, server_name
+    from ..server.launch import ServerConfig, launch
+    rows, labels = [], []
+    for kind in kinds:
+        for cb in (True, False):
+            cfg = ServerConfig(kind=kind, n_ctx=n_ctx, n_slots=n_slots, kv_unified=True,
+                               cont_batching=cb, log_dir=log_dir)
+            with launch(cfg) as srv, httpx.Client(timeout=600) as client:
+                url = srv.base_url + "/v1/chat/completions"
+                t0 = time.perf_counter()
+
+                def one(i, wait):
+                    time.sleep(wait)
+                    body = {"messages": [{"role": "user", "content": prompts[i]}],
+                            "stream": True, "stream_options": {"include_usage": True},
+                            "max_tokens": int(lengths[i]), "temperature": 0, "seed": 42,
+                            "ignore_eos": True, "cache_prompt": False}
+                    return i, stream_one(client, url, body, RequestSpec(i, f"r{i}", []), t0)
+
+                with cf.ThreadPoolExecutor(len(prompts)) as pool:
+                    done = list(pool.map(one, range(len(prompts)),
+                                         [0.0] + [gap_s] * (len(prompts) - 1)))
+            labels.append(label(cfg))
+            for i, r in done:
+                rows.append({"server": server_name(kind), "cont_batching": cb, "request": i,
+                             "max_tokens": int(lengths[i]), "generated": r["completion_tokens"],
+                             "first_token_s": r["first_token_s"], "finish_s": r["end_s"],
+                             "error": r["error"]})
+    table = pd.DataFrame(rows)
+    table.attrs["measured_on"] = labels        # which server and flags produced each line
+    return table
+
+
+def mixed_reading(table) -> list[tuple[str, str]]:
+    """What :func:`mixed_burst` shows, per server, (English, Chinese): the slowest short
+    request's finish with and without continuous batching, the long one's, and whether the
+    last short request started only after the long one ended (the rounds of
+    ``--no-cont-batching``). Only what the numbers say."""
+    out = []
+    for name, g in table.groupby("server", sort=False):
+        if g["error"].notna().any():
+            out.append((f"{name}: {int(g['error'].notna().sum())} request(s) failed; no reading",
+                        f"{name}：{int(g['error'].notna().sum())} 個請求失敗，無法解讀"))
+            continue
+        on, off = g[g["cont_batching"]], g[~g["cont_batching"].astype(bool)]
+        short_on = on[on["request"] > 0]["finish_s"].max()
+        short_off = off[off["request"] > 0]["finish_s"].max()
+        long_on = float(on[on["request"] == 0]["finish_s"].iloc[0])
+        long_off = float(off[off["request"] == 0]["finish_s"].iloc[0])
+        last = off[off["request"] > 0].sort_values("first_token_s").iloc[-1]
+        waited = last["first_token_s"] >= long_off - 0.05
+        out.append((
+            f"{name}: slowest short request finished at {short_on:.2f} s with continuous batching, "
+            f"{short_off:.2f} s without (x{short_off / short_on:.2f}); the long one at {long_on:.2f} s "
+            f"and {long_off:.2f} s. Without it, the last short request "
+            + ("got its first token only after the long one ended: it waited for the round"
+               if waited else "started before the long one ended"),
+            f"{name}：最慢的短請求，有連續批次時在 {short_on:.2f} 秒完成，沒有時在 {short_off:.2f} 秒"
+            f"（{short_off / short_on:.2f} 倍）；長請求分別在 {long_on:.2f} 秒和 {long_off:.2f} 秒。"
+            "沒有連續批次時，最後一個短請求"
+            + ("要等長請求結束才拿到第一個 token：它在等這一輪結束" if waited
+               else "在長請求結束前就開始了")))
+    return out

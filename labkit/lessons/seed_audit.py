@@ -281,10 +281,14 @@ ROWS: tuple[Row, ...] = (
                 r"可以怎麼做（種子文章對長文件失敗的建議）.*可以怎麼做（種子文章對容量足夠但首字等太久的建議）"),
       server="labkit"),
     R("000", "long and short mixed, with --cont-batching and --no-cont-batching",
-      "live on labkit", ["06:369a80b4"], ["cont_batching"], ["long_tokens"], kind="procedure",
-      note="labkit's engine only; llama-server has --no-cont-batching but is not run with it here",
-      shown="06:369a80b4",
-      evidence=r"cont_batching=True .*cont_batching=False .*--no-cont-batching"),
+      "live on llama-server", ["06:369a80b4", "06:nocbrun"], ["cont_batching", "mixed_burst"],
+      ["long_tokens"], kind="procedure",
+      shown="06:nocbrun",
+      evidence=(r"--no-cont-batching.*llama-server \(xllamacpp [\d.]+\): slowest short request "
+                r"finished at [\d.]+ s with continuous batching, [\d.]+ s without",
+                r"--no-cont-batching.*llama-server \(xllamacpp [\d.]+\)：最慢的短請求，有連續批次時在 "
+                r"[\d.]+ 秒完成，沒有時在 [\d.]+ 秒"),
+      server="llama-server and labkit"),
     R("000", "an over-long input is refused with a status and a message; an accepted one is not "
       "cut (--no-context-shift)", "live on labkit", ["06:72a6d3a1", "06:a5db137b"],
       ["exceed_context_size_error"], ["400"],
