@@ -238,16 +238,15 @@ def split_reading(table, slots: int = 4) -> list[tuple[str, str]]:
         first = table.iloc[0]
         for label, r in table.iloc[1:].iterrows():
             one_a, one_b = first["shared_ms"] + first["per_seq_ms"], r["shared_ms"] + r["per_seq_ms"]
+            why_en, why_zh = _why(first, r)
             out.append((f"{table.index[0]} against {label}: a one-sequence step {one_a:.2f} vs "
                         f"{one_b:.2f} ms, the shared part {first['shared_ms']:.2f} vs "
                         f"{r['shared_ms']:.2f} ms, each sequence {first['per_seq_ms']:.2f} vs "
-                        f"{r['per_seq_ms']:.2f} ms: "
-                        + _why_en(first, r),
+                        f"{r['per_seq_ms']:.2f} ms: " + why_en,
                         f"{table.index[0]} 對 {label}：單一序列的一步 "
                         f"{one_a:.2f} 對 {one_b:.2f} ms，共用部分 {first['shared_ms']:.2f} 對 "
                         f"{r['shared_ms']:.2f} ms，每個序列 {first['per_seq_ms']:.2f} 對 "
-                        f"{r['per_seq_ms']:.2f} ms："
-                        + _why_zh(first, r)))
+                        f"{r['per_seq_ms']:.2f} ms：" + why_zh))
     return out
 
 
@@ -255,30 +254,25 @@ def _close(x: float, y: float, tol: float = 0.25) -> bool:
     return abs(x - y) <= tol * max(abs(x), abs(y), 1e-9)
 
 
-def _why_en(first, r) -> str:
+def _why(first, r) -> tuple[str, str]:
+    """Why two splits of a step differ (or that they agree), in English and Chinese."""
     if _close(first["shared_ms"], r["shared_ms"]) and _close(first["per_seq_ms"], r["per_seq_ms"]):
-        return "they agree within 25 %"
-    moved = (first["shared_ms"] - r["shared_ms"]) + (first["per_seq_ms"] - r["per_seq_ms"])
+        return "they agree within 25 %", "兩者相差在 25 % 以內"
     if _close(first["shared_ms"] + first["per_seq_ms"], r["shared_ms"] + r["per_seq_ms"]):
+        gap = abs(first["shared_ms"] - r["shared_ms"])
         return (f"the one-sequence steps agree (within 25 %), the split does not: "
-                f"{abs(first['shared_ms'] - r['shared_ms']):.2f} ms of the step is counted as shared in one "
+                f"{gap:.2f} ms of the step is counted as shared in one "
                 "and as per sequence in the other, so only the runs with several sequences in a step "
-                "tell them apart, and the simulator's slot predictions follow the first")
+                "tell them apart, and the simulator's slot predictions follow the first",
+                f"單一序列的一步相符（差距在 25 % 以內），拆法卻不同：一步裡有 "
+                f"{gap:.2f} ms 在一邊算成共用，在另一邊算成每個序列的成本，"
+                "只有一步裡有好幾個序列的執行才分得出來，而模擬器對槽位的預測跟著第一種拆法")
+    moved = (first["shared_ms"] - r["shared_ms"]) + (first["per_seq_ms"] - r["per_seq_ms"])
     return (f"the steps themselves differ ({moved:+.2f} ms at one sequence): they were timed on "
             "different runs and by different clocks (a server's period to the next step, the "
             "client's time between tokens, the engine's llama_decode alone), so each prediction "
-            "holds for the way it was measured")
-
-
-def _why_zh(first, r) -> str:
-    if _close(first["shared_ms"], r["shared_ms"]) and _close(first["per_seq_ms"], r["per_seq_ms"]):
-        return "兩者相差在 25 % 以內"
-    moved = (first["shared_ms"] - r["shared_ms"]) + (first["per_seq_ms"] - r["per_seq_ms"])
-    if _close(first["shared_ms"] + first["per_seq_ms"], r["shared_ms"] + r["per_seq_ms"]):
-        return (f"單一序列的一步相符（差距在 25 % 以內），拆法卻不同：一步裡有 "
-                f"{abs(first['shared_ms'] - r['shared_ms']):.2f} ms 在一邊算成共用，在另一邊算成每個序列的成本，"
-                "只有一步裡有好幾個序列的執行才分得出來，而模擬器對槽位的預測跟著第一種拆法")
-    return (f"步驟本身就不同（單一序列時差 {moved:+.2f} ms）：它們來自不同的執行、用不同的時鐘量"
+            "holds for the way it was measured",
+            f"步驟本身就不同（單一序列時差 {moved:+.2f} ms）：它們來自不同的執行、用不同的時鐘量"
             "（伺服器到下一步的週期、用戶端看到的 token 間隔、引擎單獨的 llama_decode），"
             "所以每個預測只適用於它自己的量法")
 
