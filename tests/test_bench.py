@@ -199,6 +199,21 @@ def test_a_refused_prompt_fails_the_context_gate():
     assert not line["fits_context"] and line["verdict"].startswith("fail: fits context")
 
 
+def test_a_pool_run_dry_mid_generation_fails_the_context_gate():
+    """llama-server ends every request in flight with "Context size has been exceeded." when a
+    unified pool runs dry: the document did not fit, whatever the error's HTTP code."""
+    rows = fake_rows(1)
+    line = bench.worksheet(rows).iloc[0]
+    assert line["fits_context"]                  # the same run with no such error passes
+    rows.loc[2, "error"] = ('RuntimeError: {"code": 500, "message": "Context size has been '
+                            'exceeded.", "type": "server_error"}')
+    line = bench.worksheet(rows).iloc[0]
+    assert not line["fits_context"] and line["verdict"].startswith("fail: fits context")
+    # ...and any other server error is not one of room
+    rows.loc[2, "error"] = "HTTP 500: boom"
+    assert bench.worksheet(rows).iloc[0]["fits_context"]
+
+
 def test_one_line_per_config_in_first_seen_order():
     rows = pd.concat([fake_rows(2, "split", 1), fake_rows(2, "split", 2),
                       fake_rows(2, "unified", 2)], ignore_index=True)

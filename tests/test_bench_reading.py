@@ -156,6 +156,9 @@ def test_the_seeds_remedy_follows_the_gate_that_failed():
     ws["ttft_ok"] = [True, True]
     text = "\n".join(reading.sentences(reading.read(ws)))
     assert "fewer requests in flight" in text and "long prompts" not in text
+    unified = ws.assign(kv_mode="unified")
+    text = "\n".join(reading.sentences(reading.read(unified)))
+    assert "the pool is already shared" in text and "or unified KV" not in text
     ws["fits_context"] = [True, True]
     ws["ttft_ok"] = [True, False]
     ws["errors"] = [0, 0]
@@ -198,3 +201,55 @@ def test_decode_speeds_read_the_step_total_and_the_outlier():
     assert "x0.35 of the median" in lines[1] and "overlapped" in lines[1]
     calm = reading.decode_speeds(_rates(100.0, 36.8, 35.0))
     assert "No request" in calm[1] and "overlapped" not in calm[1]
+
+
+def test_a_failure_says_the_servers_words():
+    ws = _ws([("long", 1, 20.0, 3.0, 5.0, 0), ("long", 2, math.nan, 6.0, 9.0, 3)])
+    err = ('RuntimeError: {"code": 500, "message": "Context size has been exceeded.", '
+           '"type": "server_error"}')
+    rows = _rows([("long", 1, 900, 100, 10)] + [("long", 2, 900, 100, 10)] * 3)
+    rows.loc[1:, "error"] = [err, err, "HTTP 500: boom"]
+    text = "\n".join(reading.sentences(reading.read(ws, rows)))
+    assert ("long, 2 slots (split): 3 request(s) failed (2 of them: 'HTTP 500 Context size has "
+            "been exceeded.')") in text
+    rows.loc[3, "error"] = err
+    text = "\n".join(reading.sentences(reading.read(ws, rows)))
+    assert "failed ('HTTP 500 Context size has been exceeded.')" in text
+
+
+def test_a_baseline_that_fails_its_gates_is_said():
+    ws = _ws([("long", 1, 20.0, 3.0, 5.0, 0), ("long", 2, 22.0, 6.0, 9.0, 0)])
+    ws["verdict"] = ["fail: TTFT ok, all correct", "pass"]
+    ws["ttft_ok"], ws["all_correct"] = [False, True], [False, True]
+    ws["ttft_max_s"], ws["correct"], ws["n_requests"] = [10.9, 4.0], [0, 12], [12, 12]
+    text = "\n".join(reading.sentences(reading.read(ws)))
+    assert ("long, 1 slot (split): the baseline itself fails (its slowest first token came after "
+            "10.9 s; 0 of 12 answers graded correct): fail: TTFT ok, all correct.") in text
+    ws["verdict"], ws["ttft_ok"], ws["all_correct"] = ["pass"] * 2, [True] * 2, [True] * 2
+    assert "baseline itself" not in "\n".join(reading.sentences(reading.read(ws)))
+
+
+def test_one_token_requests_have_no_token_interval():
+    ws = _ws([("long", 1, 20.0, 3.0, 5.0, 0), ("long", 2, 21.0, 6.0, 9.0, 0)])
+    # at 2 slots every request made one token: 0.001 ms "between" tokens is no interval
+    r = reading.read(ws, _rows([("long", 1, 900, 100, 10), ("long", 2, 900, 0.001, 1)]))
+    assert math.isnan(r.iloc[1]["token_interval_vs_1"])
+
+
+def test_the_why_line_reads_the_same_kv_mode_whatever_the_order():
+    lines = [("short", 1, 25.0, 1.0, 1.5, 0), ("short", 4, 26.0, 2.9, 5.8, 0)]
+    ws = pd.concat([_ws(lines), _ws(lines).assign(kv_mode="unified")], ignore_index=True)
+    ws.loc[3, "output_tok_s"] = 27.0                          # unified gains more
+    for order in (ws, ws.iloc[::-1].reset_index(drop=True)):
+        text = "\n".join(reading.sentences(reading.read(order)))
+        assert "This run (labkit 0.1.0, short, unified KV): slots barely change the total " \
+               "tokens/s (+8 % at 4 slots)" in text
+    ws.loc[1, "output_tok_s"] = 27.0                          # a tie: the first mode by name
+    text = "\n".join(reading.sentences(reading.read(ws.iloc[::-1].reset_index(drop=True))))
+    assert "This run (labkit 0.1.0, short, split KV)" in text
+
+
+def test_decode_rates_below_one_alone_say_what_the_span_holds():
+    low = reading.decode_speeds(_rates(100.0, 18.0, 17.0))
+    assert "x0.72 of one alone. Fewer than one alone" in low[0] and "neighbours' prompts" in low[0]
+    assert "Fewer than one" not in reading.decode_speeds(_rates(100.0, 36.8, 35.0))[0]

@@ -112,6 +112,15 @@ def test_decode_rates_keeps_the_servers_rate_apart_from_the_clients():
     assert four["client_tok_s"] == pytest.approx(11 / 3.0)
 
 
+def test_a_one_token_request_has_no_decode_rate():
+    rows = _rows()
+    rows.loc[0, "completion_tokens"] = 1
+    rows.at[0, "timings"] = {"predicted_per_second": 1_000_000.0}   # 1 token in 1 microsecond
+    r = live.decode_rates(rows)
+    assert r.loc[0, ["server_decode_tok_s", "client_decode_tok_s"]].isna().all()
+    assert r.loc[1, "server_decode_tok_s"] == 20.0        # its neighbour keeps its rate
+
+
 def test_text_agreement_compares_each_document_with_the_one_slot_answer():
     t = live.text_agreement(_rows()).set_index("slots")
     assert t.loc[1, "identical"] == 2 and pd.isna(t.loc[1, "first difference"])

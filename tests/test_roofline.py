@@ -278,6 +278,22 @@ def test_the_bounds_reading_follows_the_sweeps_own_ratios():
     assert lines[0].startswith("decode, batch 2: slower") and lines[1].startswith("decode, batch 1: between")
 
 
+def test_the_gain_reading_places_the_measured_gain_against_both_predictions():
+    df = sweep_frame(batches=(1, 4), decode=1.0, predicted=1.0, no_overlap=1.0)
+    dec = (df["phase"] == "decode")
+    four = dec & (df["batch"] == 4)
+    df.loc[four, ["predicted_tok_s", "no_overlap_tok_s"]] = [1.3, 1.69]
+    df.loc[four, "measured_tok_s"] = 2.53
+    en, zh = rl.gain_reading(df)
+    assert en.startswith("batch 4 / batch 1: measured x2.53 against the roofline's x1.30 and the "
+                         "no-overlap bound's x1.69: above both") and "比兩者都高" in zh
+    df.loc[four, "measured_tok_s"] = 1.5
+    assert ": between the two" in rl.gain_reading(df)[0]
+    df.loc[four, "measured_tok_s"] = 1.1
+    assert ": below both" in rl.gain_reading(df)[0]
+    assert rl.gain_reading(df, batch=8) is None
+
+
 # ------------------------------------------------------------------ on the real engine
 
 @pytest.mark.slow

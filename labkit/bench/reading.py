@@ -30,6 +30,7 @@ explain (``explained``), printed beside the measured one.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -101,10 +102,12 @@ def read(ws: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
         for _, g in timed.groupby(GROUP + ["kv_mode", "slots"], dropna=False, sort=False):
             first = g.iloc[0]
             prompt, predicted = g["prompt_ms"].sum(), g["predicted_ms"].sum()
-            n = g["predicted_n"].sum()
+            # A request of one token has no interval between two of its tokens.
+            two = g[g["predicted_n"] > 1]
             clock[_key(first) + (str(first["kv_mode"]), int(first["slots"]))] = {
                 "prompt_share": _ratio(prompt, prompt + predicted),
-                "token_interval_ms": _ratio(predicted, n)}
+                "token_interval_ms": _ratio(two["predicted_ms"].sum(), two["predicted_n"].sum())}
+    said = _errors(rows)
     out = []
     for _, r in ws.iterrows():
         mask = pd.Series([_key(o) == _key(r) for _, o in ws.iterrows()], index=ws.index)
@@ -127,7 +130,10 @@ def read(ws: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
             "ttft_p50_vs_1": _ratio(r["ttft_p50_s"], b.get("ttft_p50_s")),
             "completion_p50_vs_1": _ratio(r.get("completion_p50_s"), b.get("completion_p50_s")),
             "errors": int(r["errors"]), "verdict": r["verdict"],
+            "error": said.get(_key(r) + (str(r["kv_mode"]), n), ""),
             "fits_context": r.get("fits_context", True), "ttft_ok": r.get("ttft_ok", True),
+            "all_correct": r.get("all_correct", True), "ttft_max_s": r.get("ttft_max_s", math.nan),
+            "correct": r.get("correct", math.nan), "n_requests": r.get("n_requests", math.nan),
             "prompt_share_1": share, "token_interval_vs_1": interval,
             "ceiling": 1 / (share + (1 - share) / n) if share == share else math.nan,
             "explained": (1 / (share + (1 - share) * interval / n))
@@ -135,6 +141,52 @@ def read(ws: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
         })
         out.append(line)
     return pd.DataFrame(out)
+
+
+def error_text(error) -> str:
+    """The server's own words in a request's error: the message of a JSON error (llama-server
+    sends one inside the stream when a request ends mid-generation), else the text as recorded."""
+    if not isinstance(error, str):
+        return ""
+    text = error.split(": ", 1)[1] if error.startswith(("RuntimeError: ", "ValueError: ")) else error
+    try:
+        err = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(err, dict) and err.get("message"):
+        return f"HTTP {err['code']} {err['message']}" if err.get("code") else str(err["message"])
+    return text
+
+
+def _errors(rows) -> dict:
+    """Per configuration (keyed as :func:`read` keys the server's clock), the error its failed
+    requests gave most often, with how many gave it."""
+    if rows is None or not len(rows) or "error" not in rows:
+        return {}
+    bad = rows[rows["error"].notna()]
+    out = {}
+    for _, g in bad.groupby(GROUP + ["kv_mode", "slots"], dropna=False, sort=False):
+        first = g.iloc[0]
+        counts = g["error"].map(error_text).value_counts()
+        out[_key(first) + (str(first["kv_mode"]), int(first["slots"]))] = (
+            counts.index[0], int(counts.iloc[0]))
+    return out
+
+
+def failures(rows) -> pd.DataFrame:
+    """One line per configuration whose requests failed: how many, and the server's own words
+    for the failure they gave most often (:func:`error_text`). A table to read: under
+    LABKIT_LANG=zh-TW its headings are Chinese."""
+    from ..lang.i18n import show
+    keys = ["server", "workload", "kv_mode", "slots"]
+    lines = []
+    if rows is not None and len(rows) and "error" in rows:
+        bad = rows[rows["error"].notna()]
+        for key, g in bad.groupby(keys, dropna=False, sort=False):
+            said = g["error"].map(error_text).value_counts()
+            lines.append(dict(zip(keys, key), failed=len(g), error=said.index[0]))
+    return show(pd.DataFrame(lines, columns=keys + ["failed", "error"]),
+                {"failed": "失敗", "error": "伺服器的錯誤訊息"})
 
 
 def verdict_of(gain: float) -> str:
@@ -175,15 +227,23 @@ def sentences(reading: pd.DataFrame) -> list[str]:
             head = pick(f"{server}, {workload}, {n} slot{'s' if n > 1 else ''} ({kv})",
                         f"{server}，{workload}，{n} 個槽位（{KV_ZH.get(kv, kv)} KV）")
             if r["errors"]:
-                out.append(pick(f"{head}: {r['errors']} request(s) failed, so its tokens/s is not "
-                                f"a result; {r['verdict']}.",
-                                f"{head}：{r['errors']} 個請求失敗，所以它的 tokens/s 不算結果；"
-                                f"{value('verdict', r['verdict'])}。"))
+                msg, k = r["error"] if r["error"] else ("", 0)
+                why_en = (f" ({k} of them: '{msg}')" if k < r["errors"] else f" ('{msg}')") \
+                    if msg else ""
+                why_zh = (f"（其中 {k} 個：「{msg}」）" if k < r["errors"] else f"（「{msg}」）") \
+                    if msg else ""
+                out.append(pick(f"{head}: {r['errors']} request(s) failed{why_en}, so its "
+                                f"tokens/s is not a result; {r['verdict']}.",
+                                f"{head}：{r['errors']} 個請求失敗{why_zh}，所以它的 tokens/s 不算"
+                                f"結果；{value('verdict', r['verdict'])}。"))
                 out += _remedy(r)
                 continue
             x, tt, c = r["tok_s_vs_1"], r["ttft_p50_vs_1"], r["completion_p50_vs_1"]
-            if n == 1 or x != x:
-                continue            # the baseline itself, or no 1-slot run beside it
+            if n == 1:
+                out += _baseline(r, head)
+                continue
+            if x != x:
+                continue            # no 1-slot run beside it
             done_en = f", the median request x{c:.2f} as long to finish" if c == c else ""
             done_zh = f"，請求完成時間的中位數是 {c:.2f} 倍" if c == c else ""
             out.append(pick(
@@ -205,10 +265,38 @@ def _failed(gate) -> bool:
     return not isinstance(gate, str) and gate is not None and gate == gate and not bool(gate)
 
 
+def _baseline(r, head: str) -> list[str]:
+    """A line for a 1-slot run only when it fails a gate itself: every gain beside it is then
+    measured against a configuration that does not do the job."""
+    if str(r["verdict"]).startswith("pass"):
+        return []
+    facts_en, facts_zh = [], []
+    if _failed(r.get("ttft_ok")) and r.get("ttft_max_s") == r.get("ttft_max_s"):
+        facts_en.append(f"its slowest first token came after {float(r['ttft_max_s']):.1f} s")
+        facts_zh.append(f"最慢的第一個 token 等了 {float(r['ttft_max_s']):.1f} 秒")
+    if _failed(r.get("all_correct")) and r.get("n_requests") == r.get("n_requests"):
+        facts_en.append(f"{float(r['correct']):.0f} of {float(r['n_requests']):.0f} answers "
+                        "graded correct")
+        facts_zh.append(f"{float(r['n_requests']):.0f} 個答案中有 {float(r['correct']):.0f} 個"
+                        "判為正確")
+    en = f" ({'; '.join(facts_en)})" if facts_en else ""
+    zh = f"（{'；'.join(facts_zh)}）" if facts_zh else ""
+    return [pick(f"{head}: the baseline itself fails{en}: {r['verdict']}. More slots cannot mend "
+                 "that; the gains beside it are against a run that does not do the job.",
+                 f"{head}：基準本身就沒通過{zh}：{value('verdict', r['verdict'])}。槽位變多也補不了"
+                 "這一點；旁邊的倍數是跟一個沒有完成工作的設定相比。")] + _remedy(r)
+
+
 def _remedy(r) -> list[str]:
     """The seed's advice for a configuration that failed a gate: a document that did not fit
     calls for fewer requests in flight or more room; first tokens too late with room to spare,
     for a look at long prompts and queueing. Nothing for a configuration that passed both."""
+    if _failed(r.get("fits_context")) and str(r.get("kv_mode")) == "unified":
+        return [pick("What to try (the seed's advice when long documents fail): the pool is "
+                     "already shared, and the requests in flight together needed more cells than "
+                     "it holds; fewer requests in flight (fewer slots), or a larger -c.",
+                     "可以怎麼做（種子文章對長文件失敗的建議）：池已經是共用的，是在途的請求加起來需要的"
+                     "格子比池裡的還多；先減少在途數（槽位少一點），或加大 -c。")]
     if _failed(r.get("fits_context")):
         return [pick("What to try (the seed's advice when long documents fail): fewer requests "
                      "in flight (fewer slots, so each gets more of the pool), or more room: a "
@@ -232,10 +320,17 @@ def _why(more: pd.DataFrame, server: str, workload: str) -> list[str]:
     ok = more[(more["errors"] == 0) & more["tok_s_vs_1"].notna()]
     if not len(ok):
         return []
-    top = ok.sort_values("slots").iloc[-1]
+    # The largest slot count without a failure; of its KV modes, the better gain (then the
+    # first mode in name order), so the same table always reads the same line.
+    top = ok.assign(_kv=ok["kv_mode"].astype(str)).sort_values(
+        ["slots", "tok_s_vs_1", "_kv"], ascending=[False, False, True], kind="stable").iloc[0]
     n, x = int(top["slots"]), float(top["tok_s_vs_1"])
     share, interval = top["prompt_share_1"], top["token_interval_vs_1"]
-    name = pick(f"{server}, {workload}", f"{server}，{workload}")
+    kv = str(top["kv_mode"])
+    if more["kv_mode"].nunique() > 1:
+        name = pick(f"{server}, {workload}, {kv} KV", f"{server}，{workload}，{KV_ZH.get(kv, kv)} KV")
+    else:
+        name = pick(f"{server}, {workload}", f"{server}，{workload}")
     lines = []
     if share == share and share >= PROMPT_HEAVY:
         # Prompts dominate: a request's token interval then holds the other slots' prompts too,
@@ -321,13 +416,21 @@ def decode_speeds(rates: pd.DataFrame, workload: str = "short") -> list[str]:
             continue
         n, one, many = counts[-1], float(per[(kv, 1)]), float(per[(kv, counts[-1])])
         kv_zh = KV_ZH.get(kv, kv)
+        total = n * many / one
+        # Fewer tokens in all than one request alone: each decode span also held the steps that
+        # read its neighbours' prompts, so the rate is not the decode step's own cost.
+        held_en = (" Fewer than one alone: a request's decode span here also holds the steps "
+                   "that read its neighbours' prompts, so this rate is not what a decode step "
+                   "costs (the decode_heavy workload shows that).") if total < 1 else ""
+        held_zh = ("比單獨一個還少：這裡一個請求的解碼時段也包含了讀鄰居提示的那幾步，所以這個速度"
+                   "不是解碼一步本身的成本（decode_heavy 工作負載量的才是）。") if total < 1 else ""
         out.append(pick(
             f"{workload}, {kv}: a request decoded at {many:.1f} tok/s with {n} slots against "
             f"{one:.1f} alone (x{many / one:.2f}); {n} decoding at once make {n * many:.1f} tok/s "
-            f"in all, x{n * many / one:.2f} of one alone.",
+            f"in all, x{total:.2f} of one alone.{held_en}",
             f"{workload}，{kv_zh} KV：{n} 個槽位時一個請求的解碼速度是 {many:.1f} tok/s，單獨時是 "
             f"{one:.1f}（{many / one:.2f} 倍）；{n} 個同時解碼，合計 {n * many:.1f} tok/s，"
-            f"是單獨一個的 {n * many / one:.2f} 倍。"))
+            f"是單獨一個的 {total:.2f} 倍。{held_zh}"))
     top = g[(g["slots"] == g["slots"].max()) & (g["round"] == g["round"].min())]
     if len(top) > 1:
         slow, med = float(top["server_decode_tok_s"].min()), float(top["server_decode_tok_s"].median())

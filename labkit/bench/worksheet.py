@@ -18,8 +18,8 @@ The worksheet line of a config is the **median over its rounds** of each of thos
 ``*_rounds`` columns keep the per-round values. The three gates hold only if they hold in
 **every** round:
 
-- ``fits_context``: no request was refused for its size, and none ran out of slot room
-  while generating;
+- ``fits_context``: no request was refused for its size, and none ran out of room while
+  generating (its slot full, or a unified pool run dry: "Context size has been exceeded.");
 - ``ttft_ok``: every request showed its first token within ``ttft_threshold_s``;
 - ``all_correct``: every answer graded correct.
 
@@ -55,8 +55,16 @@ def _pct(values, q: float) -> float:
 
 
 def is_context_refusal(error) -> bool:
+    """A request refused before it started because its prompt cannot fit (llama-server's HTTP 400
+    ``exceed_context_size_error``)."""
     return isinstance(error, str) and ("exceed_context_size_error" in error
                                        or "exceeds the available context" in error)
+
+
+def is_out_of_room(error) -> bool:
+    """A request that was running when the cells ran out: llama-server (and labkit's engine) end
+    every request in flight with "Context size has been exceeded." when a unified pool runs dry."""
+    return isinstance(error, str) and "Context size has been exceeded" in error
 
 
 def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFrame:
@@ -69,10 +77,11 @@ def run_summary(rows: pd.DataFrame, ttft_threshold_s: float = 10.0) -> pd.DataFr
         wall = float(first["wall_s"])
         ttft = pd.to_numeric(g["ttft_s"], errors="coerce")
         refused = int(g["error"].map(is_context_refusal).sum())
-        out_of_room = int(((g["finish_reason"] == "length")
-                           & (pd.to_numeric(g["prompt_tokens"], errors="coerce")
-                              + tokens >= float(first["n_ctx_slot"]))).sum()) \
+        full_slot = ((g["finish_reason"] == "length")
+                     & (pd.to_numeric(g["prompt_tokens"], errors="coerce") + tokens
+                        >= float(first["n_ctx_slot"]))).sum() \
             if pd.notna(first["n_ctx_slot"]) else 0
+        out_of_room = int(g["error"].map(is_out_of_room).sum()) + int(full_slot)
         peak = first.get("peak_memory_bytes")
         reasons = g["grade_reason"] if "grade_reason" in g else pd.Series([None])
         ungraded = reasons.iloc[0] if reasons.map(not_graded).all() else None

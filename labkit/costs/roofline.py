@@ -695,6 +695,38 @@ def bounds_reading(df, phase: str = "decode") -> list[tuple[str, str]]:
     return out
 
 
+def gain_reading(df, batch: int = 4) -> tuple[str, str] | None:
+    """The measured decode gain of ``batch`` over batch 1 against the gains the two predictions
+    give (the roofline's and the no-overlap bound's), in English and Chinese: above both, below
+    both, or between them, and what that says. ``None`` when the sweep lacks either batch."""
+    dec = df[df["phase"] == "decode"].set_index("batch")
+    if 1 not in dec.index or batch not in dec.index:
+        return None
+    gain = {c: float(dec.loc[batch, c] / dec.loc[1, c])
+            for c in ("measured_tok_s", "predicted_tok_s", "no_overlap_tok_s")}
+    x, roof, no = gain["measured_tok_s"], gain["predicted_tok_s"], gain["no_overlap_tok_s"]
+    lo, hi = sorted((roof, no))
+    head_en = (f"batch {batch} / batch 1: measured x{x:.2f} against the roofline's x{roof:.2f} "
+               f"and the no-overlap bound's x{no:.2f}")
+    head_zh = (f"批次 {batch} / 批次 1：實測 {x:.2f} 倍，屋頂線預測 {roof:.2f} 倍，不重疊界線預測 "
+               f"{no:.2f} 倍")
+    if x > hi:
+        return (f"{head_en}: above both. Batching paid more than the bytes and the arithmetic "
+                f"predict, so a cost the batch shares and the bounds leave out (a fixed cost per "
+                f"step) weighs more in this machine's steps than the arithmetic each sequence adds",
+                f"{head_zh}：比兩者都高。批次帶來的好處比位元組和運算預測的還多，所以這台機器的步驟裡，"
+                f"有一個整批共用、界線沒算進去的成本（每步固定的成本），比每條序列多加的運算還重")
+    if x < lo:
+        return (f"{head_en}: below both. Each sequence added more to a step than its arithmetic "
+                f"at the measured rate predicts (llama.cpp's kernels run below numpy's rate here), "
+                f"so batching paid less than either bound",
+                f"{head_zh}：比兩者都低。每多一條序列，一步多花的時間比它的運算以量到的速率算的還多"
+                f"（llama.cpp 的核心在這裡比 numpy 的速率慢），所以批次帶來的好處比兩條界線都少")
+    return (f"{head_en}: between the two, as the bounds predict for a step whose bytes and "
+            f"arithmetic partly overlap",
+            f"{head_zh}：落在兩者之間，正是界線對位元組和運算部分重疊的步驟所預測的")
+
+
 def table(df):
     """The sweep as one line per batch: decode (in all and per stream) and prefill, measured
     next to both predictions, and the ratios. A table to read: under LABKIT_LANG=zh-TW its

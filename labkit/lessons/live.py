@@ -234,14 +234,19 @@ def decode_rates(rows):
     speed (``timings.predicted_per_second``: tokens over the span from its first sampled token
     to its last) next to the client's ``completion_tokens / completion_s`` (the whole time from
     sending, so it also holds the wait for a slot and the prompt's prefill), and the decode
-    speed read off the client's clock, ``(tokens - 1) / (end - first token)``."""
+    speed read off the client's clock, ``(tokens - 1) / (end - first token)``. A request of one
+    token has no decode span: both decode speeds are left empty (NaN)."""
     import pandas as pd
     ok = rows[rows["error"].isna()].copy()
     tokens = pd.to_numeric(ok["completion_tokens"], errors="coerce")
-    ok["server_decode_tok_s"] = [(t or {}).get("predicted_per_second") if isinstance(t, dict)
-                                 else None for t in ok["timings"]]
+    ok["server_decode_tok_s"] = pd.to_numeric(pd.Series(
+        [(t or {}).get("predicted_per_second") if isinstance(t, dict) else None
+         for t in ok["timings"]], index=ok.index, dtype=object), errors="coerce")
     ok["client_tok_s"] = tokens / ok["completion_s"]
     ok["client_decode_tok_s"] = (tokens - 1) / (ok["end_s"] - ok["first_chunk_s"])
+    # One token has no decode span: its "rate" is a token over a few microseconds.
+    one = ~(tokens > 1)
+    ok.loc[one, ["server_decode_tok_s", "client_decode_tok_s"]] = float("nan")
     ok["prefill_and_wait_share"] = ok["ttft_s"] / ok["completion_s"]
     return ok[["workload", "kv_mode", "slots", "round", "doc_id", "completion_tokens", "ttft_s",
                "completion_s", "server_decode_tok_s", "client_decode_tok_s", "client_tok_s",

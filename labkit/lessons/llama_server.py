@@ -239,15 +239,18 @@ def seed_configs(slots=(1, 2, 4), kinds=("labkit", REFERENCE), *, n_ctx: int = 4
 
 def seed_slots(slots=(1, 2, 4), kinds=("labkit", REFERENCE), *, workload="short",
                max_docs: int | None = None, rounds: int = 1, n_ctx: int = 4096,
-               kv_unified: bool = False, log_dir: str | None = None):
-    """The seed's procedure on each server: for every slot count, a fresh server, a warm-up
-    request, then the workload with as many requests in flight as slots, graded; ``rounds``
-    rounds, the order of the runs rotated each round (:func:`labkit.bench.measure`). Returns
-    the :class:`labkit.bench.runner.BenchResult`; its rows name their server and flags."""
+               kv_unified: bool | tuple[bool, ...] = False, log_dir: str | None = None):
+    """The seed's procedure on each server: for every slot count (and KV mode, where
+    ``kv_unified`` gives several), a fresh server, a warm-up request, then the workload with as
+    many requests in flight as slots, graded; ``rounds`` rounds, the order of the runs rotated
+    each round (:func:`labkit.bench.measure`). Returns the
+    :class:`labkit.bench.runner.BenchResult`; its rows name their server and flags."""
     from ..bench import measure
-    return measure(seed_configs(slots, kinds, n_ctx=n_ctx, kv_unified=kv_unified,
-                                log_dir=log_dir),
-                   [workload], rounds=rounds, max_docs=max_docs, progress=False,
+    modes = (kv_unified,) if isinstance(kv_unified, bool) else tuple(kv_unified)
+    configs = [c for unified in modes
+               for c in seed_configs(slots, kinds, n_ctx=n_ctx, kv_unified=unified,
+                                     log_dir=log_dir)]
+    return measure(configs, [workload], rounds=rounds, max_docs=max_docs, progress=False,
                    sample_memory=False, env=False)
 
 

@@ -532,20 +532,26 @@ ROWS: tuple[Row, ...] = (
       evidence=(r"[\d.]+ busy hours a (?:day|month)", r"忙碌 ?[\d.]+ ?小時"),
       server="simulator"),
     R("002", "continuous (iteration-level) batching is vLLM's and SGLang's default: nothing turns it "
-      "on", "missing", [], [], [], [], kind="claim",
-      note="no notebook says it (08 §4 names vLLM and SGLang as the engines to move to); sources: "
-           "seed 002 ('連續（迭代級）批次——vLLM 與 SGLang 的預設'), seed 001 ('vLLM 已經內建了連續批次'), "
-           "vLLM's docs (model execution: continuous batching, iteration-level scheduling, no "
-           "switch among the engine arguments)"),
+      "on", "prose only", ["08:seedvllm"], [], ["iteration-level", "--no-cont-batching"],
+      ["迭代級", "--no-cont-batching"],
+      note="sources: seed 002 ('連續（迭代級）批次——vLLM 與 SGLang 的預設'), seed 001 ('vLLM 已經內建了"
+           "連續批次'); only llama-server's side (--no-cont-batching) runs here, in 06"),
     R("001", "vLLM's max_num_batched_tokens (4096-16384) and swap_space (4-16 GB) beside "
-      "--max-num-seqs and --gpu-memory-utilization", "missing", [], [], [], [], kind="figure",
-      note="08 maps --max-num-seqs and --gpu-memory-utilization (its §4, prose) but not these two; "
-           "source: seed 001's vLLM configuration table"),
-    R("000", "when a run fails its gates, the seed's own remedies: fewer requests in flight, a "
-      "longer context per slot or fewer slots, a smaller model", "missing", [], [], [], [],
-      kind="procedure",
-      note="05's gates panel prints pass or fail per configuration; the remedies are not printed "
-           "under a failing gate, and in the committed quick run every gate passes"),
+      "--max-num-seqs and --gpu-memory-utilization", "prose only", ["08:seedvllm"], [],
+      ["max_num_batched_tokens", "swap_space", "4096-16384", "4-16 GB"],
+      ["max_num_batched_tokens", "swap_space", "4096-16384", "4-16 GB"], kind="figure",
+      note="seed 001's vLLM configuration table; vLLM's optimization guide (V1 recomputes a "
+           "preempted sequence); mapped to llama.cpp's -b, not run"),
+    R("000", "when a run fails its gates, the seed's own remedies: long documents failing, fewer "
+      "requests in flight or more room; first tokens too late with room to spare, long prompts "
+      "and queueing", "live on labkit", ["05:4c00386f"], ["reading"], [], [],
+      kind="procedure", shown="05:4c00386f",
+      evidence=(r"failed \((?:\d+ of them: )?'HTTP 500 Context size has been exceeded\.'\).*What to try \(the "
+                r"seed's advice when long documents fail\)",
+                r"失敗（(?:其中 \d+ 個：)?「HTTP 500 Context size has been exceeded\.」）.*可以怎麼做（種子文章對長文件"
+                r"失敗的建議）"),
+      note="labkit.bench.reading prints the seed's advice under each configuration that failed a "
+           "gate; the committed full run's long set fails the context gate at 2 and 4 slots"),
 
 )
 
