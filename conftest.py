@@ -153,12 +153,12 @@ def pytest_runtest_call(item):
 def pytest_runtest_call_in_chinese(item):
     """After a cell of a Chinese notebook ran under nbval: it printed no English sentence. What it
     printed (nbval keeps it as the item's ``test_outputs``) is read for English phrases of
-    three words or more (labkit.lang.editions.english_printed_in), and each one fails the
+    three words or more (authoring.editions.english_printed_in), and each one fails the
     cell, named with its notebook, its cell and the phrase."""
     outputs = getattr(item, "test_outputs", None)
     if outputs is None or "zh-TW" not in item.path.parts:
         return
-    from labkit.lang.editions import english_printed_in
+    from authoring.editions import english_printed_in
     found = english_printed_in(item.path, item.cell_num, outputs)
     if found:
         item.raise_cell_error("English printed in the Chinese edition:\n" + "\n".join(found))

@@ -40,8 +40,9 @@ benchmarks/soak.py``). ``--out DIR`` (default ``results/soak-<time>``) keeps ``r
 every server it started, and still reports what was measured.
 
 ``--tracemalloc MIN`` (labkit's server alone) runs the server with Python's allocation tracing
-(``PYTHONTRACEMALLOC``, 5 frames) and asks it for a snapshot (SIGUSR1, see
-``labkit/server/__main__.py``) after the warm-up, every MIN minutes, and at the end. The report
+(``PYTHONTRACEMALLOC``, 5 frames) and asks it for a snapshot (SIGUSR1, answered by
+``benchmarks/tracemalloc_hook/sitecustomize.py``, which this script puts on the server's
+``PYTHONPATH``; the server holds no code for it) after the warm-up, every MIN minutes, and at the end. The report
 then adds where Python's traced memory grew between the first and the last snapshot, by source
 line, and how much of the RSS growth over the same span Python's traced allocations account for
 (the rest is outside Python's allocator: llama.cpp, glibc's arenas, the interpreter's own).
@@ -459,6 +460,9 @@ def main(argv=None) -> int:
     if a.tracemalloc:
         os.environ["PYTHONTRACEMALLOC"] = "5"
         os.environ["LABKIT_TRACEMALLOC_DIR"] = str(out / "tracemalloc")
+        hook = str(Path(__file__).resolve().parent / "tracemalloc_hook")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [hook] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
         head += f"\nTraced: PYTHONTRACEMALLOC=5, a snapshot every {a.tracemalloc:g} min"
     print(head, file=sys.stderr)
 

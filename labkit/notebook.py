@@ -7,7 +7,7 @@ Every notebook starts with::
     nb.banner()
 
 The middle line is the notebook's language line: the only line in which the English and the
-Traditional Chinese edition of a notebook differ (:mod:`labkit.lang.editions` checks it). The
+Traditional Chinese edition of a notebook differ (:mod:`authoring.editions` checks it). The
 banner then prints four lines (versions, machine, model, mode) instead of doctor's whole
 report. A line a notebook prints for people goes through :func:`say` (or :func:`tr` for a
 text), written in both languages side by side. The figures in what :func:`say` prints and in

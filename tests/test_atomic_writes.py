@@ -351,7 +351,7 @@ def test_labkit_sim_csv_on_a_full_disk_is_one_line_and_keeps_the_old_file(tmp_pa
 # the server runs), the synthetic model cache (its own temporary file and rename, under a lock)
 # and the editions tool (a maintainer's notebooks, under git).
 NOT_WHOLE_FILES = {"labkit/server/launch.py", "labkit/models/synthetic.py",
-                   "labkit/lang/editions.py", "labkit/machine/atomic.py"}
+                   "authoring/editions.py", "labkit/machine/atomic.py"}
 
 
 def direct_writes(source: str) -> list[str]:

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from labkit.lang import editions
+from authoring import editions
 from labkit.tools import doctor
 from labkit.machine import gpu
 

@@ -1,6 +1,6 @@
 """The two editions of the workbook stay in step: every notebook has a Traditional Chinese
 twin whose code cells equal the English ones except the language line, whose prose is
-Chinese, and whose words for the workbook's terms are the glossary's (labkit.lang.editions)."""
+Chinese, and whose words for the workbook's terms are the glossary's (authoring.editions)."""
 
 import re
 from pathlib import Path
@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.lang import editions, glossary
+from authoring import editions
+from labkit.lang import glossary
 
 NOTEBOOKS = editions.english_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
@@ -16,7 +17,7 @@ IDS = [p.stem for p in NOTEBOOKS]
 
 def test_every_notebook_has_a_twin():
     missing = [p.name for p in NOTEBOOKS if not editions.twin(p).exists()]
-    assert not missing, f"no zh-TW edition of {missing}: python -m labkit.lang.editions sync"
+    assert not missing, f"no zh-TW edition of {missing}: python -m authoring.editions sync"
     extra = sorted({p.name for p in (editions.ROOT / editions.TWIN_DIR).glob("*.ipynb")}
                    - {p.name for p in NOTEBOOKS})
     assert not extra, f"zh-TW notebooks without an English one: {extra}"
@@ -25,7 +26,7 @@ def test_every_notebook_has_a_twin():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_code_cells_are_the_same_but_the_language_line(path):
     problems = editions.differences(editions.read(path), editions.read(editions.twin(path)))
-    assert not problems, "\n".join(problems) + "\n(python -m labkit.lang.editions sync)"
+    assert not problems, "\n".join(problems) + "\n(python -m authoring.editions sync)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

@@ -1,5 +1,5 @@
 """Each Exercises section explains open questions exactly where the notebook asks one, and each
-question is labelled by its kind (labkit.exercises.intro), in both editions."""
+question is labelled by its kind (authoring.exercise_intro), in both editions."""
 
 import json
 import shutil
@@ -7,7 +7,8 @@ import shutil
 import nbformat
 import pytest
 
-from labkit.exercises import OPEN, REGISTRY, intro
+from authoring import exercise_intro as intro
+from labkit.exercises import OPEN, REGISTRY
 
 NOTEBOOKS = intro.notebooks()
 

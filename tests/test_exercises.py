@@ -301,7 +301,7 @@ def test_choice_reads_english_and_traditional_chinese():
 def _chinese_problems(message: str) -> list[str]:
     """Why ``message`` is not a Chinese message: no Chinese character, or an English
     sentence (five words in a row outside code) left in it."""
-    from labkit.lang import editions
+    from authoring import editions
     if not editions.CJK.search(message):
         return ["no Chinese"]
     return [f"English left: {run!r}" for run in editions.english_runs(message)]

@@ -116,7 +116,7 @@ def test_the_notebooks_say_each_term_as_the_glossary_does():
     """Term by term: a term whose other renderings the glossary avoids, named in an English
     notebook, is named in its Chinese twin with the glossary's Chinese (prose or what its code
     shows), and the twin's prose has none of the avoided renderings (the editions check)."""
-    from labkit.lang import editions
+    from authoring import editions
     missing = []
     for path in editions.english_notebooks():
         english = "\n".join(editions.prose_for_words(c.source) for c in editions.read(path).cells
@@ -181,7 +181,7 @@ def test_the_exercises_and_the_chinese_readme_use_the_glossarys_words():
     each term as the glossary does; program names (chunked_batcher, text_chunks) and code are
     not read."""
     import labkit
-    from labkit.lang import editions
+    from authoring import editions
     root = Path(labkit.__file__).parent
     bad = {}
     for path in sorted((root / "exercises").glob("*.py")):

@@ -98,7 +98,7 @@ def test_the_leaves_import_no_other_labkit_module_but_their_own():
 #: labkit's layers, lowest first. A module may import from its own layer and from the layers
 #: below it, never from one above: the data flow of docs/ARCHITECTURE.md, as a rule.
 LAYERS = (
-    "labkit.lang",        # the two languages: which one, messages, glossary, fonts, editions
+    "labkit.lang",        # the two languages: which one, messages, glossary, fonts
     "labkit.machine",     # the run environment and the GPUs
     "labkit.models",      # model files and shapes, KV bytes per token
     "labkit.settings",    # every server setting, once
@@ -111,7 +111,6 @@ LAYERS = (
     "labkit.lessons",     # the lessons' helpers
     "labkit.exercises",   # the checked exercises
     "labkit.notebook",    # what the notebooks import
-    "labkit.outputs",     # the notebooks' committed outputs: a reference run, never stale
     "labkit.book",        # the rendered edition, built from the notebooks as committed
     "labkit.cli",         # the labkit command
     "labkit.__main__",
@@ -153,3 +152,29 @@ def test_an_upward_import_is_caught():
         "labkit.models.kv imports labkit.engine.native (labkit.engine is above labkit.models)"]
     assert layer_of("labkit.lessonsx") is None
     assert layer_of("labkit.lessons.live") == LAYERS.index("labkit.lessons")
+
+
+#: What only maintainers and CI run, beside the package (docs/ARCHITECTURE.md, "Beside the
+#: package"): labkit never imports it, so `pip install labkit` works without it.
+BESIDE = ("authoring", "benchmarks", "tests")
+
+
+def imports_from_beside(source: str) -> list[str]:
+    """The imports in ``source`` that reach a folder of :data:`BESIDE`, at any depth of the file."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and not node.level
+                 and node.module else [])
+        found += [n for n in names if n.split(".")[0] in BESIDE]
+    return found
+
+
+def test_the_package_never_imports_the_maintainers_tools():
+    bad = {str(p.relative_to(PKG.parent)): imports_from_beside(p.read_text())
+           for p in PKG.rglob("*.py")}
+    assert {k: v for k, v in bad.items() if v} == {}
+    # ...and the check sees one, at the top of a file or late, inside a function
+    assert imports_from_beside("import authoring.editions\n") == ["authoring.editions"]
+    assert imports_from_beside("def f():\n    from authoring import seed_audit\n") == ["authoring"]
+    assert imports_from_beside("from labkit.lang import fonts\n") == []

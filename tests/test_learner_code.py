@@ -512,6 +512,46 @@ def test_every_code_exercise_has_a_rule_or_is_known():
     from labkit.exercises import ch01, ch02, ch03, ch04, ch05, ch07
     codes = {i for i, ex in exercises.REGISTRY.items() if ex.kind == exercises.CODE}
     assert codes == {"1.6", "2.3", "3.4", "4.6", "5.7", "7.3"}
-    for rule in (ch01.NO_CONT_RULE, ch02.BATCHER_RULE, ch03.CHARS_RULE, ch04.SLOT_RULE,
-                 ch05.TIMER_RULE, ch07.KEY_RULE):
-        assert rule.blocks("labkit.exercises.ch01", "no_cont_steps")
+    rules = (ch01.NO_CONT_RULE, ch02.BATCHER_RULE, ch03.CHARS_RULE, ch04.SLOT_RULE,
+             ch05.TIMER_RULE, ch07.KEY_RULE)
+    for rule in rules:
+        assert rule_problems(rule) == [], rule
+
+
+def rule_problems(rule) -> list[str]:
+    """What is wrong with a rule: a forbidden name that no longer exists (a rule that could
+    never refuse it), one it does not block, an allowed module it blocks, or a part of labkit
+    it names nowhere that it blocks anyway. The checks themselves are blocked by every rule."""
+    import importlib
+    out = []
+    if not rule.blocks("labkit.exercises.ch01", "no_cont_steps"):
+        out.append("the checks are not blocked")
+    for spec in rule.forbid:
+        where, _, name = spec.partition(":")
+        try:
+            module = importlib.import_module(where)
+        except ImportError:
+            out.append(f"{spec}: no such module")
+            continue
+        if name and not hasattr(module, name.split(".")[0]):
+            out.append(f"{spec}: no such name")
+        if not rule.blocks(where, name or "anything"):
+            out.append(f"{spec}: not blocked")
+    out += [f"{a}: allowed, yet blocked" for a in rule.allow if rule.blocks(a, "anything")]
+    named = [spec.partition(":")[0] for spec in rule.forbid]
+    if not any(n.startswith("labkit.lang") for n in named) and rule.blocks("labkit.lang.choice",
+                                                                           "lang"):
+        out.append("labkit.lang.choice: blocked though no part of the rule names it")
+    return out
+
+
+def test_a_rule_that_cannot_refuse_what_it_names_is_caught():
+    from labkit.exercises.learner_code import Both, Rule
+    say = Both("Write it yourself.", "請自己寫。")
+    assert rule_problems(Rule(forbid=("labkit.models.kv:slot_context",), instead=say)) == []
+    assert rule_problems(Rule(forbid=("labkit.models.kv:no_such_function",), instead=say)) == [
+        "labkit.models.kv:no_such_function: no such name"]
+    assert rule_problems(Rule(forbid=("labkit.no_such_module",), instead=say)) == [
+        "labkit.no_such_module: no such module"]
+    assert rule_problems(Rule(forbid=("labkit.sim",), allow=("labkit.sim.cost",),
+                              instead=say)) == []

@@ -1,9 +1,14 @@
 """The engine's events reach the event loop through a mailbox: in order, and with one wake-up
-for a burst of them rather than one per token (labkit.server.generation.Mailbox)."""
+for a burst of them rather than one per token (labkit.server.generation.Mailbox); and what the
+engine refuses reaches the client as llama-server's error for it, while an engine bug does not
+pass for the client's fault (labkit.server.generation.submit)."""
 
 import asyncio
 import threading
 
+import pytest
+
+from labkit.engine import BadRequest, ContextExceeded, QueueFull, SamplingParams
 from labkit.server.generation import Mailbox
 
 
@@ -42,3 +47,59 @@ def test_a_post_to_a_closed_loop_is_dropped():
     loop.close()
     box.post(asyncio.Queue(), "late")   # the engine finishing after the server stopped
     box.post(asyncio.Queue(), "later")
+
+
+class _Refusing:
+    """An engine whose submit raises what it is given, after accepting ``ok`` requests."""
+
+    def __init__(self, exc, ok=0):
+        self.exc, self.ok, self.cancelled = exc, ok, 0
+
+    def submit(self, tokens, params, on_event=None):
+        if self.ok:
+            self.ok -= 1
+            engine = self
+
+            class Handle:
+                def cancel(self):
+                    engine.cancelled += 1
+            return Handle()
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, status, kind", [
+    (BadRequest("the prompt is empty"), 400, "invalid_request_error"),
+    (ContextExceeded(5000, 2048), 400, "exceed_context_size_error"),
+    (QueueFull(3), 503, "unavailable_error"),
+])
+def test_what_the_client_did_is_its_error_and_the_rest_is_ours(exc, status, kind):
+    """The engine's BadRequest (and ContextExceeded, one of them) is the client's 400, QueueFull
+    a 503; the requests already started for the same call are cancelled."""
+    import asyncio
+
+    from labkit.server.errors import ApiError
+    from labkit.server.generation import submit
+    eng = _Refusing(exc, ok=1)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(ApiError) as got:
+            submit(eng, [[1, 2, 3]], SamplingParams(), 2, loop, streamed=False)
+    finally:
+        loop.close()
+    assert (got.value.status, got.value.body()["error"]["type"]) == (status, kind)
+    assert eng.cancelled == 1
+
+
+def test_an_engine_bug_is_not_the_clients_fault():
+    """Any other exception out of the engine (a ValueError a bug raised) is not turned into a
+    400: it goes on to the app's last resort, a 500 whose message says nothing of it."""
+    import asyncio
+
+    from labkit.server.generation import submit
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(ValueError, match="an index out of step"):
+            submit(_Refusing(ValueError("an index out of step")), [[1]], SamplingParams(), 1,
+                   loop, streamed=False)
+    finally:
+        loop.close()

@@ -31,10 +31,10 @@ def test_notebook_shape(path):
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    # Committed with the outputs of one reference run (labkit.outputs), or with none at all.
+    # Committed with the outputs of one reference run (authoring.outputs), or with none at all.
     assert nb.metadata.get("labkit", {}).get("reference_run") or all(
         not c.outputs and c.execution_count is None for c in code), \
-        "outputs that no reference run made: python -m labkit.outputs refresh"
+        "outputs that no reference run made: python -m authoring.outputs refresh"
     # Opens with goals and time, then the banner.
     assert re.search(r"After this (notebook|part) you will be able to", nb.cells[0].source)
     assert re.search(r"\*\*Machine time:\*\*.*CPU.*GPU", nb.cells[0].source, re.S)

@@ -1,4 +1,4 @@
-"""Committed outputs are never stale (labkit.outputs): every code cell with outputs carries the
+"""Committed outputs are never stale (authoring.outputs): every code cell with outputs carries the
 hash of the source they came from, and a changed cell is named."""
 
 import base64
@@ -8,7 +8,7 @@ import json
 import nbformat
 import pytest
 
-from labkit import outputs
+from authoring import outputs
 
 NOTEBOOKS = outputs.notebooks()
 
@@ -18,7 +18,7 @@ def test_no_committed_output_is_stale(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert outputs.stale(nb) == [], (
         f"{path.name}: code changed since its outputs were made; "
-        f"python -m labkit.outputs refresh {path.stem}")
+        f"python -m authoring.outputs refresh {path.stem}")
     assert outputs.oversized(nb) == []
 
 
@@ -105,7 +105,7 @@ def test_every_notebook_shows_a_reference_run_that_opens_with_the_banner(path):
     from one dated run, the banner (versions, machine, model, mode: which size) first."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     run = _reference(path)
-    assert run, f"{path.name} has no reference run: python -m labkit.outputs refresh {path.stem}"
+    assert run, f"{path.name} has no reference run: python -m authoring.outputs refresh {path.stem}"
     assert {"date", "size", "machine", "device", "seconds"} <= set(run)
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     printed = "".join("".join(o.get("text", "")) for o in first["outputs"])
@@ -116,7 +116,7 @@ def test_every_notebook_shows_a_reference_run_that_opens_with_the_banner(path):
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name == "zh-TW"],
                          ids=lambda p: p.stem)
 def test_the_chinese_edition_shows_no_english_sentence_in_its_committed_outputs(path):
-    from labkit.lang.editions import english_printed_in
+    from authoring.editions import english_printed_in
     nb = nbformat.read(path, as_version=4)          # multi-line texts joined, as a run gives them
     found = [line for i, c in enumerate(nb.cells) if c.cell_type == "code"
              for line in english_printed_in(path, i, c.get("outputs", []))]
@@ -124,7 +124,7 @@ def test_the_chinese_edition_shows_no_english_sentence_in_its_committed_outputs(
 
 
 def test_a_chinese_output_with_an_english_sentence_is_caught():
-    from labkit.lang.editions import english_printed_in
+    from authoring.editions import english_printed_in
     out = [nbformat.v4.new_output("stream", name="stdout", text="已儲存：the file was saved here\n")]
     assert english_printed_in("notebooks/zh-TW/x.ipynb", 3, out) == [
         "zh-TW/x.ipynb cell 3: English printed: 'the file was saved here'"]
@@ -135,7 +135,7 @@ def test_the_reference_figures_come_from_the_committed_run():
     holds for it: the file and the outputs were made by the same run."""
     from labkit.lessons import reference
     runs = reference.load()
-    assert "cpu" in runs, "no CPU reference run: python -m labkit.outputs refresh"
+    assert "cpu" in runs, "no CPU reference run: python -m authoring.outputs refresh"
     for name, rows in reference.QUANTITIES.items():
         entry = runs["cpu"]["notebooks"][name]
         path = outputs.NOTEBOOKS / f"{name}.ipynb"

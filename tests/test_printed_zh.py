@@ -1,7 +1,7 @@
 """What the Chinese edition prints has no English sentence in it: the helpers behind the
 notebooks' printing cells (tables, findings, skip notes, the speeds' source, the step cost,
 `labkit bench --help`, doctor's screen) are run under LABKIT_LANG=zh-TW and what they print is
-read for English phrases of three words or more (labkit.lang.editions.printed_english), as
+read for English phrases of three words or more (authoring.editions.printed_english), as
 conftest.py reads what the Chinese notebooks print under nbval. The same helpers in English
 print English phrases, which the same reading finds."""
 
@@ -9,7 +9,8 @@ import nbformat
 import pandas as pd
 import pytest
 
-from labkit.lang import choice, editions, i18n
+from authoring import editions
+from labkit.lang import choice, i18n
 from test_doctor import fake_report
 from test_plots_zh import _bench_rows
 

@@ -164,7 +164,7 @@ def unlabelled_live_cells(nb) -> list[str]:
 
 def test_every_live_cell_of_every_notebook_prints_where_its_result_came_from():
     import nbformat
-    from labkit.lang.editions import english_notebooks, twin
+    from authoring.editions import english_notebooks, twin
     found = {}
     for path in english_notebooks():
         for p in (path, twin(path)):

@@ -110,7 +110,7 @@ def test_a_notebook_that_measures_on_the_cpu_records_the_cpu_whatever_the_machin
 
 
 def test_the_chinese_table_is_in_chinese_and_prints_no_english_sentence(tmp_path):
-    from labkit.lang.editions import printed_english
+    from authoring.editions import printed_english
     _write(tmp_path, "cpu", "05_slots_live", {"ttft_p50_4_slots": 2.0}, size="full",
            machine="Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz, 2 CPUs, Linux")
     use_language("zh-TW")

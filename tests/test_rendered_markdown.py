@@ -6,7 +6,7 @@ next span (tests/markdown_support.py says how they are found). No model, no kern
 
 import pytest
 
-from labkit.lang import editions
+from authoring import editions
 from markdown_support import ROOT, markdown_files, markdown_texts, unrendered_emphasis
 
 FILES = markdown_files()

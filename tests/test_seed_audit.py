@@ -1,4 +1,4 @@
-"""The seed audit (labkit/lessons/seed_audit.py, rendered into notebooks/README.md) keeps its
+"""The seed audit (authoring/seed_audit.py, rendered into notebooks/README.md) keeps its
 promises: every row names cells that exist, the calls it names are in their code, the claim's key
 words are in their text (English in the English notebook, Chinese in the zh-TW twin of each prose
 cell), a row said to run llama-server names a cell that starts it, and a partial or missing row
@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.lessons import seed_audit
-from labkit.lessons.seed_audit import ROWS, SERVERS, STATUSES, R, evidence_problems, server_of
+from authoring import seed_audit
+from authoring.seed_audit import ROWS, SERVERS, STATUSES, R, evidence_problems, server_of
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -156,7 +156,7 @@ def test_every_seed_and_every_status_needed_is_there():
 def test_the_readme_shows_the_table_the_data_renders():
     text = (NOTEBOOKS / "README.md").read_text(encoding="utf-8")
     assert seed_audit.current_section(text) == seed_audit.render(), (
-        "notebooks/README.md's seed audit is stale: python -m labkit.lessons.seed_audit")
+        "notebooks/README.md's seed audit is stale: python -m authoring.seed_audit")
 
 
 # ------------------------------------------------------------------------ cases that must fail
@@ -208,7 +208,7 @@ def test_a_stale_readme_is_named(tmp_path):
 def test_a_row_names_the_part_that_holds_its_cell():
     """A chapter in parts: the table names the notebook a reader opens; a cell no part holds
     keeps the chapter's number (and the row's check says that the cell is missing)."""
-    from labkit.lessons.seed_audit import part_of
+    from authoring.seed_audit import part_of
     assert part_of("05", "907bdfb1") == "05_roofline"
     assert part_of("05", "9bdc6821") == "05_slots_live"
     assert part_of("05", "no-such-cell") == "05"

@@ -295,11 +295,18 @@ def test_check_says_nothing_more_when_the_settings_read(monkeypatch, capsys):
 
 
 def test_sigusr1_writes_a_tracemalloc_snapshot_only_while_tracing(tmp_path):
-    """benchmarks/soak.py --tracemalloc asks the server for snapshots with SIGUSR1; an untraced
-    server must not take the signal over (its default action would stop a traced-less run)."""
+    """benchmarks/soak.py --tracemalloc asks the server for snapshots with SIGUSR1, answered by
+    the hook it puts on the server's PYTHONPATH; an untraced process must not take the signal
+    over (its default action would stop a traced-less run)."""
+    import importlib.util
     import tracemalloc
+    from pathlib import Path
 
-    from labkit.server.__main__ import snapshots_on_sigusr1
+    hook = Path(__file__).resolve().parents[1] / "benchmarks" / "tracemalloc_hook" / "sitecustomize.py"
+    spec = importlib.util.spec_from_file_location("soak_tracemalloc_hook", hook)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)           # not tracing, no folder named: it does nothing
+    snapshots_on_sigusr1 = module.snapshots_on_sigusr1
     before = signal.getsignal(signal.SIGUSR1)
     try:
         assert not snapshots_on_sigusr1(str(tmp_path))        # not tracing: off

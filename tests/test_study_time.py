@@ -1,5 +1,5 @@
 """Study time: each notebook's header states what its present text and exercises give, in the
-notebook's language (labkit.exercises.study_time)."""
+notebook's language (authoring.study_time)."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from labkit.exercises import CLOSED, CODE, OPEN
-from labkit.exercises import study_time as st
+from authoring import study_time as st
 
 NOTEBOOKS = st.notebooks()
 
@@ -41,7 +41,7 @@ def test_the_header_states_the_study_time_its_text_gives(path):
     s = st.estimate(path)
     assert st.header_line(s) in header, (
         f"{path.name}: the header's study time is not what the notebook now gives "
-        f"({s.minutes} min); run python -m labkit.exercises.study_time --write")
+        f"({s.minutes} min); run python -m authoring.study_time --write")
     assert header.index(st.STUDY_MARK[s.language]) < header.index(st.MACHINE_MARK[s.language])
 
 

@@ -11,8 +11,8 @@ ctypes handles on llama.cpp.
 
 from .config import EngineConfig
 from .engine import Engine
-from .request import (ContextExceeded, FinalEvent, QueueFull, RequestHandle, TokenEvent)
+from .request import (BadRequest, ContextExceeded, FinalEvent, QueueFull, RequestHandle, TokenEvent)
 from .sampling import SamplingParams
 
-__all__ = ["Engine", "EngineConfig", "SamplingParams", "ContextExceeded", "QueueFull",
+__all__ = ["Engine", "EngineConfig", "SamplingParams", "BadRequest", "ContextExceeded", "QueueFull",
            "RequestHandle", "TokenEvent", "FinalEvent"]

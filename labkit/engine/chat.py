@@ -26,6 +26,8 @@ templates and leaves such details out, so labkit renders the template with Jinja
 
 from __future__ import annotations
 
+from .request import BadRequest
+
 
 class ChatTemplate:
     """A model's chat template, ready to render conversations.
@@ -60,18 +62,21 @@ class ChatTemplate:
                tools: list[dict] | None = None) -> str:
         """The prompt text for ``messages`` (dicts with ``role`` and ``content``, a string or
         a list of text parts, and the template's other fields such as ``tool_calls``), with
-        ``tools`` handed to the template. Raises ValueError for two assistant messages at
-        the end, or when the template itself refuses the conversation."""
+        ``tools`` handed to the template. Raises :class:`BadRequest` for two assistant messages
+        at the end, or when the template itself refuses the conversation."""
         messages = list(messages)
         start = prefill(messages)
         if messages and messages[-1].get("role") == "assistant":
             messages.pop()
             if messages and messages[-1].get("role") == "assistant":
-                raise ValueError("Cannot have 2 or more assistant messages at the end of the list.")
+                raise BadRequest("Cannot have 2 or more assistant messages at the end of the list.")
             add_generation_prompt = True
         plain = [{**m, "content": _text(m.get("content"), "\n")} for m in messages]
-        text = self._formatters[add_generation_prompt](messages=plain,
-                                                       tools=tools or None).prompt
+        try:
+            text = self._formatters[add_generation_prompt](messages=plain,
+                                                           tools=tools or None).prompt
+        except ValueError as exc:   # the template's raise_exception: it refuses the conversation
+            raise BadRequest(str(exc)) from None
         if self.add_bos and self.bos_token and text.startswith(self.bos_token):
             text = text[len(self.bos_token):]
         if self.add_eos and self.eos_token and text.endswith(self.eos_token):

@@ -49,7 +49,7 @@ from .config import EngineConfig
 from .native import (Batch, LlamaContext, LlamaModel, LogCapture, PieceTable,
                      add_log_sink, chat_template, detokenize, eog_tokens,
                      remove_log_sink, template_source, tokenize)
-from .request import (CONTEXT_EXCEEDED, ContextExceeded, Event, FinalEvent, QueueFull, Request,
+from .request import (CONTEXT_EXCEEDED, BadRequest, ContextExceeded, Event, FinalEvent, QueueFull, Request,
                       RequestHandle, Timings, TokenEvent, usage)
 from .sampling import Sampler, SamplingParams, complete_utf8
 from .scheduler import (Work, choose_slot, plan_step, reservation, reserve_room,
@@ -200,13 +200,13 @@ class Engine:
 
         Raises :class:`ContextExceeded` if the prompt cannot fit in a slot
         (``len(prompt) >= n_ctx_slot``), :class:`QueueFull` if ``max_queue``
-        requests already wait, ``ValueError`` for an empty prompt or a grammar
+        requests already wait, :class:`BadRequest` for an empty prompt or a grammar
         llama.cpp cannot parse.
         """
         params = params or SamplingParams()
         prompt = list(prompt)
         if not prompt:
-            raise ValueError("the prompt is empty")
+            raise BadRequest("the prompt is empty")
         if len(prompt) >= self.n_ctx_slot:
             raise ContextExceeded(len(prompt), self.n_ctx_slot)
         sampler = Sampler(self._vocab, params, self.eog)
@@ -234,7 +234,7 @@ class Engine:
         requests = [(list(p), params) for p, params in requests]
         for prompt, _ in requests:
             if not prompt:
-                raise ValueError("the prompt is empty")
+                raise BadRequest("the prompt is empty")
             if len(prompt) >= self.n_ctx_slot:
                 raise ContextExceeded(len(prompt), self.n_ctx_slot)
         with self._cond:                  # an RLock: submit() below takes it again

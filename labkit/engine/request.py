@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from .sampling import SamplingParams
 
 
-class ContextExceeded(ValueError):
+class BadRequest(ValueError):
+    """What a client asked for cannot be served as asked: an empty prompt, a grammar llama.cpp
+    or llguidance cannot compile, a conversation the chat template refuses, a prompt that does
+    not fit (:class:`ContextExceeded`). The HTTP front answers 400, as llama-server does; any
+    other exception out of the engine is the server's own fault, and the front answers 500."""
+
+
+class ContextExceeded(BadRequest):
     """The prompt does not fit in one slot (llama-server: HTTP 400 exceed_context_size_error)."""
 
     def __init__(self, n_prompt_tokens: int, n_ctx: int):

@@ -32,6 +32,7 @@ import numpy as np
 
 from .guidance import Guide, is_llguidance
 from .native import tokenize
+from .request import BadRequest
 from .response_format import chat_grammar
 
 
@@ -129,12 +130,12 @@ class Sampler:
                 self.guide = Guide(vocab, grammar)
             except ValueError as exc:
                 self.close()
-                raise ValueError(f"llguidance could not compile the grammar: {exc}") from None
+                raise BadRequest(f"llguidance could not compile the grammar: {exc}") from None
         elif grammar is not None:
             self.grammar = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
             if not self.grammar:
                 self.close()
-                raise ValueError("llama.cpp could not parse the grammar")
+                raise BadRequest("llama.cpp could not parse the grammar")
         if grammar is not None:
             self._ids = np.arange(n_vocab, dtype=np.int32)
             self._cur = np.zeros(n_vocab, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])

@@ -1,3 +1,4 @@
 """The workbook's two languages: messages and table headings (`i18n`), the shared vocabulary
-(`glossary`), a CJK font for plots (`fonts`) and the two editions of the notebooks (`editions`).
-Words are chosen here, where they are shown; computations elsewhere return data."""
+(`glossary`) and a CJK font for plots (`fonts`); which language is in use (`choice`). The tool that
+keeps the notebooks' two editions in step is a maintainer's (`authoring/editions.py`). Words are
+chosen here, where they are shown; computations elsewhere return data."""

@@ -292,7 +292,7 @@ IN_CHINESE: dict[str, tuple[str, str]] = {
 # Words the Chinese edition does not write, and the glossary's word instead: other names for
 # the policies than seed 001's, the other renderings of the workbook's own terms (one word per
 # term), and terms written differently outside Taiwan. The editions check
-# (labkit.lang.editions) reads the zh-TW notebooks' prose for them, and tests read labkit's
+# (authoring.editions) reads the zh-TW notebooks' prose for them, and tests read labkit's
 # Chinese messages, README.zh-TW.md and the exercises' Chinese.
 AVOID: dict[str, str] = {
     # one word per term: the word the glossary chose, the other renderings found in the prose

@@ -1,7 +1,7 @@
 """The learner's numbers beside the reference run's.
 
 The notebooks committed in this repository carry the outputs of one dated reference run
-(:mod:`labkit.outputs`). Where a notebook measures, its last measuring cell calls
+(:mod:`authoring.outputs`). Where a notebook measures, its last measuring cell calls
 :func:`beside` with what this run measured; the table it returns puts the learner's figure
 next to each recorded reference run's, with the reference machine named and the ratio
 "yours ÷ reference", so a learner on a laptop or a GPU sees at once how far from it they are.
@@ -11,7 +11,7 @@ The reference figures live in ``data/reference/<label>.json``, one file per refe
 run (``gpu.json`` from ``benchmarks/gpu/run.sh``, or any label). Each notebook's figures are
 labelled with the device they were measured on: the GPU llama.cpp offloads to for 00, which
 takes the compute path, and the CPU for the others, whose servers keep every layer there. A run records
-itself when ``LABKIT_RECORD_REFERENCE`` names its label (``python -m labkit.outputs refresh``
+itself when ``LABKIT_RECORD_REFERENCE`` names its label (``python -m authoring.outputs refresh``
 sets ``cpu``; ``--reference gpu`` on a machine with a GPU), and only from the English edition,
 so each reference figure comes from exactly one notebook run.
 

@@ -17,18 +17,12 @@ loopback) with no ``--api-key`` logs a security warning line when it starts,
 as llama-server warns when it has no key. An unreadable ``LABKIT_LANG`` or
 ``LABKIT_QUICK`` stops it before anything starts, with the one line the
 ``labkit`` command prints (exit status 2).
-
-For measuring memory (``benchmarks/soak.py --tracemalloc``): started with Python's
-``PYTHONTRACEMALLOC`` set and ``LABKIT_TRACEMALLOC_DIR`` naming a folder, the server writes a
-tracemalloc snapshot there (``snapshot-000.pickle``, ...) each time it receives SIGUSR1.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import itertools
 import logging
-import os
 import signal
 import socket
 import sys
@@ -107,7 +101,6 @@ def main(argv=None) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; by then everything is
     # closed, so that second delivery just ends the process with status 0.
     signal.signal(signal.SIGTERM, _exit_now)
-    snapshots_on_sigusr1(os.environ.get("LABKIT_TRACEMALLOC_DIR"))
     status = 0
     try:
         server.run(sockets=[sock])
@@ -152,28 +145,6 @@ def bind(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
-
-
-def snapshots_on_sigusr1(folder: str | None) -> bool:
-    """Where Python traces its allocations (``PYTHONTRACEMALLOC``) and ``folder`` is given,
-    write a tracemalloc snapshot into ``folder`` on each SIGUSR1, numbered from 000 (taken on
-    a thread of its own: the signal arrives on the event loop's). Returns whether it is on."""
-    import tracemalloc
-    if not folder or not tracemalloc.is_tracing() or not hasattr(signal, "SIGUSR1"):
-        return False
-    os.makedirs(folder, exist_ok=True)
-    numbers, lock = itertools.count(), threading.Lock()
-
-    def take(n: int) -> None:
-        with lock:
-            path = os.path.join(folder, f"snapshot-{n:03d}.pickle")
-            tracemalloc.take_snapshot().dump(path + ".part")
-            os.replace(path + ".part", path)
-            log.info("tracemalloc snapshot written: %s", path)
-
-    signal.signal(signal.SIGUSR1, lambda signum, frame: threading.Thread(
-        target=take, args=(next(numbers),), name="labkit-tracemalloc", daemon=True).start())
-    return True
 
 
 def _exit_now(signum, frame):

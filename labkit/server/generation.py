@@ -18,7 +18,7 @@ from collections import deque
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from ..engine import ContextExceeded, Engine, FinalEvent, QueueFull, SamplingParams
+from ..engine import BadRequest, ContextExceeded, Engine, FinalEvent, QueueFull, SamplingParams
 from .errors import ApiError, unexpected
 from .shapes import DONE, StreamShape, sse
 from .validate import choice_params
@@ -96,7 +96,7 @@ def submit(eng: Engine, prompts: list[list[int]], params: SamplingParams, n: int
             for k in range(n):
                 handles.append(eng.submit(tokens, choice_params(params, k),
                                           on_event=forward(len(handles))))
-    except (ContextExceeded, QueueFull, ValueError) as exc:
+    except (BadRequest, QueueFull) as exc:      # the client's doing; anything else is a 500
         for h in handles:
             h.cancel()
         if isinstance(exc, ContextExceeded):

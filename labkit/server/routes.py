@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from ..engine import Engine
+from ..engine import BadRequest, Engine
 from ..engine.chat import prefill
 from . import shapes, tools, validate
 from .errors import ApiError, unexpected
@@ -98,7 +98,7 @@ def render(eng: Engine, req: validate.ChatRequest) -> str:
             return eng.apply_template(req.messages)
         tools.check_template(eng.template.uses_tools, req.tools, req.tool_choice)
         return eng.apply_template(req.messages, tools=req.tools)
-    except ValueError as exc:
+    except BadRequest as exc:
         raise ApiError(400, str(exc)) from None
 
 

@@ -6,8 +6,8 @@ that word answers may be English or Traditional Chinese, and, only where the not
 graded, then a model answer to compare with. After it comes the line naming the worked answers.
 Each open question is marked as one where it is asked (:data:`LABEL`), and no other question is.
 
-    python -m labkit.exercises.intro            # list what does not match, both editions
-    python -m labkit.exercises.intro --write    # put the paragraph and the labels in place
+    python -m authoring.exercise_intro            # list what does not match, both editions
+    python -m authoring.exercise_intro --write    # put the paragraph and the labels in place
 
 ``tests/test_exercise_intro.py`` fails when a notebook explains open questions it does not ask,
 asks one it does not explain, or labels a question against its kind.
@@ -21,10 +21,10 @@ import re
 import textwrap
 from pathlib import Path
 
-from ..machine.atomic import write_atomic
-from . import OPEN, REGISTRY
+from labkit.machine.atomic import write_atomic
+from labkit.exercises import OPEN, REGISTRY
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 HEADING = {"en": "## Exercises", "zh-TW": "## 練習"}
 
@@ -182,7 +182,7 @@ def notebooks() -> list[Path]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m labkit.exercises.intro", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m authoring.exercise_intro", description=__doc__)
     ap.add_argument("--write", action="store_true", help="put the paragraph and labels in place")
     args = ap.parse_args(argv)
     bad = 0

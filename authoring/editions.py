@@ -10,14 +10,14 @@ for each English one.
 How to keep them in step: edit the English notebook's code (or the Chinese one's, then copy
 it back by hand), then run ::
 
-    python -m labkit.lang.editions sync      # copy every code cell from English to Chinese
-    python -m labkit.lang.editions sync 03   # the same for one notebook
-    python -m labkit.lang.editions check     # what differs, cell by cell (tests/test_editions.py)
+    python -m authoring.editions sync      # copy every code cell from English to Chinese
+    python -m authoring.editions sync 03   # the same for one notebook
+    python -m authoring.editions check     # what differs, cell by cell (tests/test_editions.py)
 
 ``sync`` copies code cells and cell tags from each English notebook into its twin and keeps
 the twin's Chinese prose, matching cells by their id (a twin's cell has its English cell's),
 and the twin's own outputs: each edition carries the outputs of its own reference run
-(:mod:`labkit.outputs`, which says when a cell's code changed after its outputs were made). A cell
+(:mod:`authoring.outputs`, which says when a cell's code changed after its outputs were made). A cell
 added to the English edition arrives in the Chinese one with its English prose under a
 ``<!-- translate -->`` mark, which the check reports until someone translates it; a cell
 removed from the English edition is removed from the twin. A twin that does not exist yet is
@@ -47,9 +47,9 @@ from pathlib import Path
 
 import nbformat
 
-from .fonts import PREFERRED
+from labkit.lang.fonts import PREFERRED
 
-ROOT = Path(__file__).resolve().parents[2] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1] / "notebooks"
 TWIN_DIR = "zh-TW"
 LANGUAGE_LINE = re.compile(r'^nb\.use_language\("(?P<lang>[^"]*)"\)', re.M)
 TRANSLATE_MARK = "<!-- translate -->"
@@ -118,7 +118,7 @@ def synced(english, chinese=None, language: str = "zh-TW"):
         if en.cell_type == "code":
             new = _fresh(en, language)
             old = ran.get(en["id"])
-            if old is not None:     # the twin's own outputs stay (labkit.outputs says if stale)
+            if old is not None:     # the twin's own outputs stay (authoring.outputs says if stale)
                 new.outputs, new.execution_count = old.outputs, old.execution_count
                 if "labkit" in old.metadata:
                     new.metadata["labkit"] = old.metadata["labkit"]
@@ -364,7 +364,7 @@ def prose_for_words(markdown: str) -> str:
     """``markdown`` with what the glossary check does not read blanked out: code, formulas,
     links' targets, HTML, English titles in italics, and the seed passages quoted word for word
     (「放上碼表」, :data:`labkit.lang.glossary.SEED_QUOTES`)."""
-    from .glossary import SEED_QUOTES
+    from labkit.lang.glossary import SEED_QUOTES
     text = markdown
     for pattern in NOT_PROSE + [_ENGLISH_ITALICS]:
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)
@@ -375,7 +375,7 @@ def prose_for_words(markdown: str) -> str:
 def words_to_fix(chinese) -> list[str]:
     """Words of the Chinese edition's prose that the glossary writes another way, one line per
     cell and word, with the word to write."""
-    from .glossary import avoided
+    from labkit.lang.glossary import avoided
     return [f"cell {i}: {wrong} should read {right} ({WORDS_HOWTO})"
             for i, cell in enumerate(chinese.cells) if cell.cell_type == "markdown"
             for wrong, right in avoided(prose_for_words(cell.source)).items()]
@@ -417,7 +417,7 @@ def report(root: Path = ROOT, names: list[str] | None = None) -> dict[str, list[
             continue
         zh_path = twin(en_path)
         if not zh_path.exists():
-            out[en_path.name] = [f"no {TWIN_DIR} edition: run python -m labkit.lang.editions sync"]
+            out[en_path.name] = [f"no {TWIN_DIR} edition: run python -m authoring.editions sync"]
             continue
         chinese = read(zh_path)
         out[en_path.name] = (differences(read(en_path), chinese) + untranslated(chinese)
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"updated {path}")
         argv = ["check", *argv[1:]]
     if argv[:1] != ["check"]:
-        print("usage: python -m labkit.lang.editions sync [NN ...] | check [NN ...]", file=sys.stderr)
+        print("usage: python -m authoring.editions sync [NN ...] | check [NN ...]", file=sys.stderr)
         return 2
     problems = report(names=argv[1:])
     for name, lines in problems.items():

@@ -14,8 +14,8 @@ person needs to read it and do its exercises, at stated rates:
 
 These are estimates with their assumptions in plain view, not measurements of learners.
 
-    python -m labkit.exercises.study_time           # each notebook's study time, both editions
-    python -m labkit.exercises.study_time --write   # write the line into each header
+    python -m authoring.study_time           # each notebook's study time, both editions
+    python -m authoring.study_time --write   # write the line into each header
 
 ``--write`` puts the line (:func:`header_line`) into the first cell of each notebook, in place of
 the one already there, or before the machine-time line, and the English figure into the map of
@@ -31,13 +31,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..machine.atomic import write_atomic
-from . import CLOSED, CODE, OPEN, REGISTRY
+from labkit.machine.atomic import write_atomic
+from labkit.exercises import CLOSED, CODE, OPEN, REGISTRY
 
 WORDS_PER_MIN = 150
 CJK_CHARS_PER_MIN = 300
 EXERCISE_MIN = {CLOSED: 3, OPEN: 8, CODE: 15}
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 # The header's study-time line, and the machine-time line it goes before.
 STUDY_MARK = {"en": "**Study time:**", "zh-TW": "**學習時間**："}

@@ -1,9 +1,9 @@
 """The notebooks' committed outputs: one dated reference run, refreshed by one command and
 never stale.
 
-    python -m labkit.outputs refresh              # every notebook of both editions
-    python -m labkit.outputs refresh 05 zh-TW/05  # some of them
-    python -m labkit.outputs check                # the code cells changed since their outputs
+    python -m authoring.outputs refresh              # every notebook of both editions
+    python -m authoring.outputs refresh 05 zh-TW/05  # some of them
+    python -m authoring.outputs check                # the code cells changed since their outputs
 
 ``refresh`` executes each notebook in a kernel of its own (nbclient, from the notebook's
 folder, as a learner runs it), at the size :data:`SIZES` gives it (``LABKIT_QUICK=0`` for full
@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from .machine.atomic import write_atomic
+from labkit.machine.atomic import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -133,7 +133,7 @@ def stamp(nb, *, size: str, started: dt.datetime, seconds: float) -> None:
             if page and INLINE_PNG.search("".join(page)):     # a panel's still (lessons.widgets)
                 data["text/html"] = INLINE_PNG.sub(
                     lambda m: m.group(1) + smaller_png(m.group(2)), "".join(page))
-    from .lessons.reference import this_device, this_machine
+    from labkit.lessons.reference import this_device, this_machine
     nb.metadata.pop("widgets", None)        # an earlier run's widget state: the stills replace it
     nb.metadata[KEY] = {"reference_run": {
         "date": started.isoformat(timespec="seconds"), "size": size,
@@ -147,7 +147,7 @@ def refresh(path: Path, size: str | None = None, timeout: int = 3600,
     cells record their figures as reference run ``reference``'s (labkit.lessons.reference)."""
     import nbformat
     from nbclient import NotebookClient
-    from .lessons.reference import RECORD_ENV
+    from labkit.lessons.reference import RECORD_ENV
     size = size or size_of(path)
     nb = nbformat.read(path, as_version=4)
     env = {"LABKIT_QUICK": "0" if size == "full" else "1", RECORD_ENV: reference}
@@ -172,7 +172,7 @@ def refresh(path: Path, size: str | None = None, timeout: int = 3600,
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m labkit.outputs", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m authoring.outputs", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("refresh", help="run notebooks and save their outputs")
     r.add_argument("names", nargs="*", help='"05", "zh-TW/05", "classroom" (default: all)')
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         for path in notebooks():
             for line in stale(json.loads(path.read_text(encoding="utf-8"))):
                 print(f"{path.relative_to(ROOT)}: {line}: its outputs are stale; "
-                      f"python -m labkit.outputs refresh {path.relative_to(NOTEBOOKS).with_suffix('')}")
+                      f"python -m authoring.outputs refresh {path.relative_to(NOTEBOOKS).with_suffix('')}")
                 bad += 1
         return 1 if bad else 0
     failed = []
