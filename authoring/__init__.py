@@ -6,6 +6,6 @@ the notebooks' two editions in step (``editions``), the seed audit in notebooks/
 They sit beside the ``labkit`` package, not in it: ``pip install labkit`` does not ship them.
 They import labkit, never the other way round. Run them from the repository's root, with the
 project installed with its ``authoring`` extra (``pip install -e ".[authoring]"``; the ``test``
-extra includes it): ``python -m authoring.editions sync 05``, ``python -m authoring.outputs
+extra lists the same packages): ``python -m authoring.editions sync 05``, ``python -m authoring.outputs
 refresh 05``, ``python -m authoring.seed_audit``, ``python -m authoring.study_time --write``,
 ``python -m authoring.exercise_intro --write``."""
