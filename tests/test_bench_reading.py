@@ -253,3 +253,15 @@ def test_decode_rates_below_one_alone_say_what_the_span_holds():
     low = reading.decode_speeds(_rates(100.0, 18.0, 17.0))
     assert "x0.72 of one alone. Fewer than one alone" in low[0] and "neighbours' prompts" in low[0]
     assert "Fewer than one" not in reading.decode_speeds(_rates(100.0, 36.8, 35.0))[0]
+
+
+def test_the_failures_table_gives_each_configurations_count_and_most_said_error():
+    err = ('RuntimeError: {"code": 500, "message": "Context size has been exceeded.", '
+           '"type": "server_error"}')
+    rows = _rows([("long", 2, 900, 100, 10)] * 4)
+    rows["error"] = [err, err, "HTTP 500: boom", None]
+    assert reading.failures(rows).to_dict("records") == [{
+        "server": "labkit 0.1.0", "workload": "long", "kv_mode": "split", "slots": 2,
+        "failed": 3, "error": "HTTP 500 Context size has been exceeded."}]
+    rows["error"] = None                                  # nothing failed: no line
+    assert reading.failures(rows).empty

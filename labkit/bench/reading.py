@@ -158,19 +158,24 @@ def error_text(error) -> str:
     return text
 
 
+def _most_said(rows, keys: list[str]) -> list[tuple]:
+    """Per group of ``keys`` among the failed requests: its first row, the error they gave most
+    often (:func:`error_text`), how many gave it, and how many failed."""
+    if rows is None or not len(rows) or "error" not in rows:
+        return []
+    bad = rows[rows["error"].notna()]
+    out = []
+    for _, g in bad.groupby(keys, dropna=False, sort=False):
+        said = g["error"].map(error_text).value_counts()
+        out.append((g.iloc[0], said.index[0], int(said.iloc[0]), len(g)))
+    return out
+
+
 def _errors(rows) -> dict:
     """Per configuration (keyed as :func:`read` keys the server's clock), the error its failed
     requests gave most often, with how many gave it."""
-    if rows is None or not len(rows) or "error" not in rows:
-        return {}
-    bad = rows[rows["error"].notna()]
-    out = {}
-    for _, g in bad.groupby(GROUP + ["kv_mode", "slots"], dropna=False, sort=False):
-        first = g.iloc[0]
-        counts = g["error"].map(error_text).value_counts()
-        out[_key(first) + (str(first["kv_mode"]), int(first["slots"]))] = (
-            counts.index[0], int(counts.iloc[0]))
-    return out
+    return {_key(first) + (str(first["kv_mode"]), int(first["slots"])): (msg, k)
+            for first, msg, k, _ in _most_said(rows, GROUP + ["kv_mode", "slots"])}
 
 
 def failures(rows) -> pd.DataFrame:
@@ -179,12 +184,8 @@ def failures(rows) -> pd.DataFrame:
     LABKIT_LANG=zh-TW its headings are Chinese."""
     from ..lang.i18n import show
     keys = ["server", "workload", "kv_mode", "slots"]
-    lines = []
-    if rows is not None and len(rows) and "error" in rows:
-        bad = rows[rows["error"].notna()]
-        for key, g in bad.groupby(keys, dropna=False, sort=False):
-            said = g["error"].map(error_text).value_counts()
-            lines.append(dict(zip(keys, key), failed=len(g), error=said.index[0]))
+    lines = [{**{k: first[k] for k in keys}, "failed": n, "error": msg}
+             for first, msg, _, n in _most_said(rows, keys)]
     return show(pd.DataFrame(lines, columns=keys + ["failed", "error"]),
                 {"failed": "失敗", "error": "伺服器的錯誤訊息"})
 
