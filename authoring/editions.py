@@ -192,7 +192,7 @@ ENGLISH_ALLOWED_IN_OUTPUT = [
     r"^GPU \d+\s+[^：\n]+",                     # a GPU's device and name, as ggml or NVML give them
     r"\b(llama|ggml|gguf)_\w+: .*",              # a log line of llama.cpp (llama_context: ...)
     r"\b(srv|slot|que|main) +\w+: .*",           # and of llama-server (srv  load_model: ...)
-    r"HTTP \d{3}[:：（].*",                       # an error's body, after its status
+    r"HTTP \d{3}[ :：（][^」\n]*",                # an error's body after its status, to its quote's end
     r"^Context size has been exceeded\.$",       # the body of the engine's HTTP 500, alone
     r"\b[\w-]+ (split|unified) np\d+\b",          # a classroom config, a key the code groups by
     r"參考 \w+：[^；\n]*",                         # a reference run's device and machine, as named by

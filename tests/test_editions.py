@@ -233,11 +233,15 @@ def test_names_flags_and_units_are_not_english_sentences():
                  "(8192) -- the full capacity of the model will not be utilized\n"
                  "   日誌： srv    load_model: capping per-slot context (4096) to 1024\n"
                  "labkit server  -c 256: 2 個 HTTP 500（Context size has been exceeded.）\n"
-                 "DEMO-01  None 400 HTTP 400: request (2048 tokens) exceeds the available context\n")
+                 "DEMO-01  None 400 HTTP 400: request (2048 tokens) exceeds the available context\n"
+                 "失敗（其中 10 個：「HTTP 400 the request exceeds the available context size」）\n")
     source = ("    def _prefill_step(self, a, b, c, d):\n        # cells after this step\n"
               "        for job, n in chunks:\n 137   if usage is None or usage.get('x') is None:\n"
               "        heapq.heappush(self._heap, (0 if front else 1, req))\n")
     assert editions.printed_english([_stdout(llama_cpp), _stdout(source)]) == []
+    # the server's words end at the closing quote: prose after it is read again
+    assert editions.printed_english([_stdout("「HTTP 500 Context size has been exceeded.」so try "
+                                             "again now")]) == ["so try again now"]
     assert editions.printed_english([nbformat.v4.new_output("stream", name="stderr",
                                                             text="a warning from a library")]) == []
     widget = nbformat.v4.new_output("display_data", data={
