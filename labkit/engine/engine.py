@@ -194,6 +194,14 @@ class Engine:
         text parts."""
         return self.template.render(messages, add_generation_prompt, tools=tools)
 
+    def _check_prompt(self, prompt: list[int]) -> None:
+        """Refuse a prompt no slot can take: empty (:class:`BadRequest`) or too long for one
+        slot (:class:`ContextExceeded`, ``len(prompt) >= n_ctx_slot``)."""
+        if not prompt:
+            raise BadRequest("the prompt is empty")
+        if len(prompt) >= self.n_ctx_slot:
+            raise ContextExceeded(len(prompt), self.n_ctx_slot)
+
     def submit(self, prompt: list[int], params: SamplingParams | None = None,
                on_event: Callable[[Event], None] | None = None) -> RequestHandle:
         """Queue a request; returns at once with its handle.
@@ -205,10 +213,7 @@ class Engine:
         """
         params = params or SamplingParams()
         prompt = list(prompt)
-        if not prompt:
-            raise BadRequest("the prompt is empty")
-        if len(prompt) >= self.n_ctx_slot:
-            raise ContextExceeded(len(prompt), self.n_ctx_slot)
+        self._check_prompt(prompt)
         sampler = Sampler(self._vocab, params, self.eog)
         req = Request(prompt, params, on_event, t_submit=self._now())
         handle = RequestHandle(req, self._wake)
@@ -233,10 +238,7 @@ class Engine:
         checked as :meth:`submit` checks it before any is queued, so a bad one queues none."""
         requests = [(list(p), params) for p, params in requests]
         for prompt, _ in requests:
-            if not prompt:
-                raise BadRequest("the prompt is empty")
-            if len(prompt) >= self.n_ctx_slot:
-                raise ContextExceeded(len(prompt), self.n_ctx_slot)
+            self._check_prompt(prompt)
         with self._cond:                  # an RLock: submit() below takes it again
             max_queue = self.config.max_queue
             if max_queue is not None:
